@@ -1,0 +1,82 @@
+# gamelake: the README's verbs. `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.gamelake-installed
+PROTO_STAMP := ingest/proto/gen/.stamp
+JVM_STAMP := .cache/jvm/.stamp
+SPARK_STAMP := $(VENV)/.gamelake-spark-defaults
+PYTEST_ARGS ?=
+
+export DBT_PROFILES_DIR := $(CURDIR)/profiles
+export DBT_PROJECT_DIR := $(CURDIR)
+
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run test test-unit lint bench docs lock clean
+
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+$(PROTO_STAMP): $(STAMP) $(wildcard ingest/proto/v*/gamelake/events/*.proto)
+	$(BIN)/python -m ingest.schemas compile
+	touch $@
+
+$(JVM_STAMP): $(STAMP) $(wildcard stack/maven/*/pom.xml) ingest/localstack/artifacts.py
+	$(BIN)/python -m ingest.localstack fetch
+	touch $@
+
+$(SPARK_STAMP): $(JVM_STAMP) ingest/spark.py
+	$(BIN)/python -m ingest.spark write-defaults
+	touch $@
+
+setup: $(STAMP) $(PROTO_STAMP) $(JVM_STAMP) $(SPARK_STAMP) ## Install everything: venv, generated protobuf, JVM jars
+
+proto: $(PROTO_STAMP) ## Compile the event schema versions (ingest/proto) into descriptor sets
+
+jvm: $(JVM_STAMP) ## Resolve Kafka, Apicurio Registry and Delta jars from Maven Central into .cache/jvm
+
+stack-up: setup ## Start Kafka (KRaft) and the Schema Registry on loopback (idempotent)
+	$(BIN)/ingest stack up
+
+stack-down: ## Stop the local stack (idempotent)
+	@if [ -x $(BIN)/ingest ]; then $(BIN)/ingest stack down; else echo "stack: nothing installed, nothing running"; fi
+
+stack-status: ## Show where each server listens and whether it is healthy
+	$(BIN)/ingest stack status
+
+produce: stack-up ## Produce a demo stream of mixed schema versions
+	$(BIN)/ingest produce --count 20000 --seed 42
+
+run: setup ## The main job on the embedded default: stack -> produce -> show what arrived
+	$(BIN)/python -m ingest.pipeline
+
+test: setup ## Run the whole test suite (starts and stops the local stack itself)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-unit: setup ## Only the tests that need no services
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
+
+lint: setup ## ruff, mypy on ingest/, sqlfluff on models and macros
+	$(BIN)/ruff check ingest tests bench
+	$(BIN)/ruff format --check ingest tests bench
+	$(BIN)/mypy
+
+bench: setup ## Run the benchmarks and record results under bench/results
+	$(BIN)/python -m bench.run
+
+docs: setup ## Generate the dbt docs site
+	$(BIN)/dbt docs generate
+
+lock: $(STAMP) ## Re-freeze constraints.txt from the current venv
+	$(BIN)/pip freeze --exclude-editable | sort -f > constraints.txt
+
+clean: stack-down ## Remove local state (stack data, warehouse); keeps the venv and jar cache
+	rm -rf .stack warehouse target logs
