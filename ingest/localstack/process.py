@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -135,7 +136,5 @@ def stop(server: Server, grace_s: float = 30.0) -> bool:
 
 
 def _reap(pid: int) -> None:
-    try:
+    with contextlib.suppress(ChildProcessError):  # not our child: init reaps it
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass

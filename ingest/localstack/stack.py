@@ -28,7 +28,9 @@ class StackPorts:
     def from_env(cls) -> StackPorts:
         values = [_port(name, default) for name, default in PORT_VARIABLES.items()]
         if len(set(values)) != len(values):
-            raise ConfigError(f"the stack's ports must differ, got {dict(zip(PORT_VARIABLES, values))}")
+            raise ConfigError(
+                f"the stack's ports must differ, got {dict(zip(PORT_VARIABLES, values, strict=True))}"
+            )
         return cls(*values)
 
     @property

@@ -1,0 +1,1 @@
+"""The demo producer: realistic game events, serialized exactly as real producers do."""

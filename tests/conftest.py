@@ -1,0 +1,56 @@
+"""Shared fixtures: the real local stack, started once for the session (or reused), and fresh topics."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from ingest.endpoints import Endpoints
+
+
+@dataclass(frozen=True)
+class Stack:
+    bootstrap_servers: str
+    registry_url: str
+
+    def endpoints(self, topic: str) -> Endpoints:
+        return Endpoints(self.bootstrap_servers, self.registry_url, topic)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    """The local stack. Reuses a healthy one; otherwise starts it and stops it again at the end.
+
+    With KAFKA_BOOTSTRAP_SERVERS and SCHEMA_REGISTRY_URL set, the tests use those servers as they are.
+    """
+    if "KAFKA_BOOTSTRAP_SERVERS" in os.environ and "SCHEMA_REGISTRY_URL" in os.environ:
+        yield Stack(os.environ["KAFKA_BOOTSTRAP_SERVERS"], os.environ["SCHEMA_REGISTRY_URL"])
+        return
+    from ingest.localstack import process
+    from ingest.localstack.stack import StackPorts, servers
+
+    ports = StackPorts.from_env()
+    started = [server for server in servers(ports) if process.start(server)]
+    try:
+        yield Stack(ports.bootstrap_servers, ports.registry_url)
+    finally:
+        for server in reversed(started):
+            process.stop(server)
+
+
+@pytest.fixture
+def fresh_topic(stack: Stack) -> Iterator[str]:
+    """A topic name no other test uses. The topic is deleted afterwards."""
+    from confluent_kafka.admin import AdminClient
+
+    topic = f"test-{uuid.uuid4().hex[:12]}"
+    yield topic
+    admin = AdminClient({"bootstrap.servers": stack.bootstrap_servers})
+    for future in admin.delete_topics([topic], operation_timeout=10).values():
+        with contextlib.suppress(Exception):  # never created, or already gone
+            future.result(timeout=15)
