@@ -33,18 +33,20 @@ def _add_stack(subparsers: argparse._SubParsersAction) -> None:
         "stack",
         help="start, stop or show the local Kafka + Schema Registry",
         description="The local stack on loopback. Ports: KAFKA_PORT (9092), KAFKA_CONTROLLER_PORT (9093), "
-        "SCHEMA_REGISTRY_PORT (8081).",
+        "SCHEMA_REGISTRY_PORT (8081), SCHEMA_REGISTRY_MANAGEMENT_PORT (9081).",
     )
     parser.add_argument("verb", choices=["up", "down", "status"])
     parser.set_defaults(handler=_stack_command)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ingest import games
     from ingest.producer import cli as produce_cli
 
     parser = argparse.ArgumentParser(prog="ingest", description="gamelake: Kafka protobuf events -> Delta")
     subparsers = parser.add_subparsers(dest="command", required=True)
     produce_cli.add_parser(subparsers)
+    games.add_parser(subparsers)
     _add_stack(subparsers)
     return parser
 

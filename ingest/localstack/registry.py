@@ -29,14 +29,17 @@ def _healthy(port: int) -> bool:
         return False
 
 
-def registry(state_dir: Path, port: int) -> Server:
+def registry(state_dir: Path, port: int, management_port: int) -> Server:
+    """Apicurio on ``port``. Quarkus also opens a management port (health, metrics); it cannot be
+    turned off at run time, so it gets a loopback port of its own."""
     java = java_for("Apicurio Registry", minimum=21, env_var="REGISTRY_JAVA_HOME")
     database = state_dir / "db" / "registry"
     settings = {
         "quarkus.http.host": "127.0.0.1",
         "quarkus.http.port": str(port),
         "quarkus.log.console.json": "false",
-        "quarkus.management.enabled": "false",
+        "quarkus.management.host": "127.0.0.1",
+        "quarkus.management.port": str(management_port),
         "apicurio.datasource.url": f"jdbc:h2:file:{database}",
         "apicurio.datasource.jdbc.initial-size": "2",
         "apicurio.datasource.jdbc.min-size": "2",
@@ -54,7 +57,7 @@ def registry(state_dir: Path, port: int) -> Server:
     return Server(
         name="schema-registry",
         command=command,
-        ports={"SCHEMA_REGISTRY_PORT": port},
+        ports={"SCHEMA_REGISTRY_PORT": port, "SCHEMA_REGISTRY_MANAGEMENT_PORT": management_port},
         state_dir=state_dir,
         healthy=lambda: _healthy(port),
     )

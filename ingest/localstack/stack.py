@@ -15,6 +15,7 @@ PORT_VARIABLES = {
     "KAFKA_PORT": 9092,
     "KAFKA_CONTROLLER_PORT": 9093,
     "SCHEMA_REGISTRY_PORT": 8081,
+    "SCHEMA_REGISTRY_MANAGEMENT_PORT": 9081,
 }
 
 
@@ -23,6 +24,7 @@ class StackPorts:
     kafka: int
     kafka_controller: int
     registry: int
+    registry_management: int
 
     @classmethod
     def from_env(cls) -> StackPorts:
@@ -52,7 +54,7 @@ def _port(name: str, default: int) -> int:
 def servers(ports: StackPorts) -> list[process.Server]:
     return [
         broker(STACK_DIR / "kafka", ports.kafka, ports.kafka_controller),
-        registry(STACK_DIR / "schema-registry", ports.registry),
+        registry(STACK_DIR / "schema-registry", ports.registry, ports.registry_management),
     ]
 
 

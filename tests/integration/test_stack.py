@@ -1,0 +1,85 @@
+"""The local stack: real servers start, answer, stop, and fail with clear messages."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import requests
+from confluent_kafka.admin import AdminClient
+
+from ingest.errors import StackError
+from ingest.localstack import process
+from ingest.localstack.kafka import broker
+from ingest.localstack.registry import confluent_url, registry
+from ingest.localstack.stack import StackPorts, describe, up
+
+pytestmark = pytest.mark.integration
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_private_stack_starts_on_other_ports_and_stops_leaving_nothing(tmp_path):
+    kafka_port, controller_port, registry_port = _free_port(), _free_port(), _free_port()
+    servers = [
+        broker(tmp_path / "kafka", kafka_port, controller_port),
+        registry(tmp_path / "registry", registry_port, _free_port()),
+    ]
+    try:
+        for server in servers:
+            assert process.start(server) is True
+            assert process.start(server) is False, "a second start finds it running"
+        topics = AdminClient({"bootstrap.servers": f"127.0.0.1:{kafka_port}"}).list_topics(timeout=10)
+        assert topics.brokers
+        assert requests.get(f"{confluent_url(registry_port)}/subjects", timeout=10).json() == []
+    finally:
+        pids = [server.pid() for server in servers]
+        for server in servers:
+            process.stop(server)
+    assert all(pid is not None for pid in pids)
+    assert all(not process._alive(pid) for pid in pids)
+    assert all(server.pid() is None for server in servers)
+    assert all(process.port_is_free(port) for port in (kafka_port, controller_port, registry_port))
+    assert process.stop(servers[0]) is False, "stopping twice is fine"
+
+
+def test_up_is_idempotent_on_a_running_stack(stack, capsys, monkeypatch):
+    port = stack.bootstrap_servers.rsplit(":", 1)[1]
+    monkeypatch.setenv("KAFKA_PORT", port)
+    monkeypatch.setenv("SCHEMA_REGISTRY_PORT", stack.registry_url.split(":")[2].split("/")[0])
+    ports = StackPorts.from_env()
+    up(ports)
+    out = capsys.readouterr().out
+    assert "kafka: already running" in out and "schema-registry: already running" in out
+    assert describe(ports) is True
+
+
+def test_busy_port_is_named_before_anything_starts(tmp_path):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        with pytest.raises(StackError, match=f"port {port} is busy"):
+            process.start(registry(tmp_path, port, _free_port()))
+    assert not (tmp_path / "schema-registry.pid").exists()
+
+
+def test_server_that_dies_at_startup_names_its_log(tmp_path):
+    server = process.Server("doomed", ["sh", "-c", "echo boom; exit 3"], {}, tmp_path, healthy=lambda: False)
+    with pytest.raises(StackError, match="exited with code 3") as err:
+        process.start(server)
+    assert str(server.log_file) in str(err.value)
+    assert "boom" in server.log_file.read_text()
+
+
+def test_server_that_never_gets_healthy_is_stopped_after_the_bound(tmp_path):
+    server = process.Server(
+        "sleepy", ["sleep", "60"], {}, tmp_path, healthy=lambda: False, startup_timeout_s=1.5
+    )
+    with pytest.raises(StackError, match=r"did not become healthy within 2s: see .*sleepy\.log"):
+        process.start(server)
+    assert server.pid() is None
