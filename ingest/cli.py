@@ -40,13 +40,14 @@ def _add_stack(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ingest import games
+    from ingest import games, service
     from ingest.producer import cli as produce_cli
 
     parser = argparse.ArgumentParser(prog="ingest", description="gamelake: Kafka protobuf events -> Delta")
     subparsers = parser.add_subparsers(dest="command", required=True)
     produce_cli.add_parser(subparsers)
     games.add_parser(subparsers)
+    service.add_parser(subparsers)
     _add_stack(subparsers)
     return parser
 

@@ -1,0 +1,91 @@
+"""Prometheus metrics and the health endpoint (``/metrics`` and ``/healthz`` on one port)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+REGISTRY = CollectorRegistry()
+LAG = Gauge(
+    "gamelake_ingest_consumer_lag",
+    "Records in Kafka not yet landed, per partition",
+    ["topic", "partition"],
+    registry=REGISTRY,
+)
+ROWS = Counter("gamelake_ingest_rows_landed_total", "Rows committed to bronze", registry=REGISTRY)
+DEAD_LETTERS = Counter(
+    "gamelake_ingest_dead_letters_total", "Records sent to dead letters", ["stage"], registry=REGISTRY
+)
+DECODE_ERRORS = Counter(
+    "gamelake_ingest_decode_errors_total",
+    "Records that failed framing, lookup, decode or guard",
+    ["stage"],
+    registry=REGISTRY,
+)
+BATCH_SECONDS = Histogram(
+    "gamelake_ingest_batch_seconds",
+    "Decode + write + commit time of a batch",
+    registry=REGISTRY,
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30),
+)
+COMMIT_SECONDS = Histogram(
+    "gamelake_ingest_commit_seconds",
+    "Delta commit time",
+    registry=REGISTRY,
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5),
+)
+DROPPED_BATCHES = Counter(
+    "gamelake_ingest_dropped_batches_total", "Batches dropped uncommitted", ["reason"], registry=REGISTRY
+)
+EXPIRED_OFFSETS = Counter(
+    "gamelake_ingest_expired_offsets_total",
+    "Partitions whose Delta offset fell out of Kafka retention",
+    registry=REGISTRY,
+)
+
+
+def serve(host: str, port: int, health: Callable[[], dict[str, object]]) -> ThreadingHTTPServer:
+    """Serve /metrics and /healthz in a daemon thread; ``health()`` returns a JSON-able dict with 'ok'."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.startswith("/metrics"):
+                body, status, kind = generate_latest(REGISTRY), 200, CONTENT_TYPE_LATEST
+            elif self.path.startswith("/healthz"):
+                state = health()
+                body = json.dumps(state).encode()
+                status, kind = (200 if state.get("ok") else 503), "application/json"
+            else:
+                body, status, kind = b"not found\n", 404, "text/plain"
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_args: object) -> None:
+            """Scrapes are not worth a log line."""
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server
+
+
+class Stopwatch:
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def ms(self) -> float:
+        return round((time.perf_counter() - self.start) * 1000, 2)

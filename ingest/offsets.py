@@ -1,0 +1,42 @@
+"""Where the consumer's offsets live: Delta app transactions, one per topic-partition.
+
+Bronze's ``txn`` actions hold, per ``<app_id>:<topic>:<partition>``, the last Kafka offset
+whose record is accounted for (landed in bronze or in dead letters). They are written in the
+same Delta commit as the rows, so the table and its offsets can never disagree. Kafka's
+committed offsets are only a mirror for lag monitoring; they are never read to decide
+where to start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}[{self.partition}]"
+
+
+def txn_app_id(app_id: str, tp: TopicPartition) -> str:
+    return f"{app_id}:{tp.topic}:{tp.partition}"
+
+
+@dataclass(frozen=True)
+class StartPosition:
+    """Where to resume a partition: ``next_offset`` None means 'the earliest offset Kafka has'."""
+
+    tp: TopicPartition
+    landed: int | None  # last offset accounted for in Delta, None if the partition never landed
+
+    @property
+    def next_offset(self) -> int | None:
+        return None if self.landed is None else self.landed + 1
+
+
+def expired(position: StartPosition, low_watermark: int) -> bool:
+    """True when records between Delta's offset and Kafka's earliest were deleted unread."""
+    return position.next_offset is not None and position.next_offset < low_watermark

@@ -1,0 +1,474 @@
+"""The ingest service: consume, decode, land in bronze exactly once; ``ingest run``.
+
+The loop polls records into a batch and flushes it on rows, bytes or age. A flush decodes,
+evolves the bronze schema, writes parquet files, writes dead letters, and then commits the
+files with each partition's last offset in one fenced Delta commit (see writer.py). Only then
+is the offset mirrored to Kafka. Any batch that cannot be committed safely (the instance was
+fenced, outlived ``max.poll.interval.ms``, or the registry is unreachable) is dropped and the
+owned partitions are re-seeked to the offsets Delta holds. doc/DESIGN.md has the argument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from ingest import hooks, metrics
+from ingest.dead_letters import make_sink
+from ingest.decode import DecodedBatch, Decoder
+from ingest.errors import ConfigError, IngestError
+from ingest.event_log import Event, EventLog
+from ingest.metrics import Stopwatch
+from ingest.offsets import StartPosition, TopicPartition, expired
+from ingest.registry import RegistryClient, RegistryUnavailable
+from ingest.settings import IngestSettings, load_settings
+from ingest.writer import BronzeWriter, FencedError, Landing
+
+log = logging.getLogger("gamelake.ingest")
+
+
+class OffsetExpiredError(IngestError):
+    """Delta's offset of a partition is older than the earliest record Kafka still has."""
+
+
+def _log(kind: str, **fields: Any) -> None:
+    log.info(json.dumps({"event": kind, **fields}, default=str, separators=(",", ":")))
+
+
+def _tp(partition: KafkaTopicPartition) -> TopicPartition:
+    return TopicPartition(partition.topic, partition.partition)
+
+
+class Service:
+    """One ingest instance. ``run()`` returns when stopped, caught up (if asked) or failed."""
+
+    def __init__(self, settings: IngestSettings, until_caught_up: bool = False) -> None:
+        self.settings = settings
+        self.until_caught_up = until_caught_up
+        self.instance_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        registry = RegistryClient(settings)
+        registry.check()
+        self.writer = BronzeWriter(settings.bronze_path, settings.app_id)
+        self.dead_letters = make_sink(settings)
+        self.event_log = EventLog(settings.event_log_path, self.instance_id)
+        self.decoder = Decoder(registry, settings.unknown_schema_retries, settings.registry_retry_backoff_s)
+        self.consumer = Consumer({**settings.consumer_config(), "error_cb": self._kafka_error})
+        self._check_kafka()
+        self.positions: dict[TopicPartition, int | None] = {}
+        self.buffer: list[Message] = []
+        self.buffer_bytes = 0
+        self.buffer_since = 0.0
+        self.last_poll = time.monotonic()
+        self.stopping = False
+        self.fatal: IngestError | None = None
+        self.commits = 0
+        self.assigned_once = False
+        self.broker_down_since: float | None = None
+
+    # -- setup -----------------------------------------------------------------------------
+    def _kafka_error(self, err: KafkaError) -> None:
+        if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
+            _log("kafka_unreachable", error=err.str())
+        elif err.fatal():
+            self.fatal = IngestError(f"Kafka fatal error: {err.str()}")
+        else:
+            _log("kafka_error", error=err.str())
+
+    def _check_kafka(self) -> None:
+        try:
+            metadata = self.consumer.list_topics(timeout=15)
+        except KafkaException as err:
+            self.consumer.close()
+            raise ConfigError(
+                f"Kafka at {self.settings.bootstrap_servers} did not answer within 15 s ({err.args[0].str()}); "
+                "check bootstrap_servers and the security settings"
+            ) from None
+        missing = [t for t in self.settings.topics if t not in metadata.topics]
+        if missing:
+            self.consumer.close()
+            raise ConfigError(f"topic(s) {missing} do not exist on {self.settings.bootstrap_servers}")
+
+    # -- rebalance callbacks ---------------------------------------------------------------
+    def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        for partition in partitions:
+            tp = _tp(partition)
+            position = StartPosition(tp, self.writer.landed(tp))
+            self.positions[tp] = position.landed
+            partition.offset = self._start_offset(consumer, partition, position)
+        consumer.assign(partitions)
+        self.assigned_once = True
+        ranges = {str(_tp(p)): p.offset for p in partitions}
+        _log("assigned", instance=self.instance_id, start_offsets=ranges)
+        self.event_log.record(Event("assigned", message=json.dumps(ranges)))
+
+    def _start_offset(
+        self, consumer: Consumer, partition: KafkaTopicPartition, position: StartPosition
+    ) -> int:
+        """Delta's next offset; the earliest for a partition never landed. Never 'latest'."""
+        if position.next_offset is None:
+            return OFFSET_BEGINNING
+        low, _high = consumer.get_watermark_offsets(partition, timeout=10, cached=False)
+        if not expired(position, low):
+            return position.next_offset
+        gap = f"{position.tp}: offsets {position.next_offset}..{low - 1} expired from Kafka before they were landed"
+        metrics.EXPIRED_OFFSETS.inc()
+        log.error(
+            json.dumps({"event": "offset_expired", "detail": gap, "policy": self.settings.on_expired_offset})
+        )
+        self.event_log.record(Event("offset_expired", message=gap))
+        if self.settings.on_expired_offset == "fail":
+            self.fatal = OffsetExpiredError(
+                f"{gap}; set on_expired_offset=earliest to accept the gap and go on"
+            )
+            self.stopping = True
+        return low
+
+    def _on_revoke(self, _consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        if self.buffer:
+            self.flush()  # we still own the partitions during revoke: land what we have
+        for partition in partitions:
+            self.positions.pop(_tp(partition), None)
+        self.event_log.record(Event("revoked", message=", ".join(str(_tp(p)) for p in partitions)))
+
+    def _on_lost(self, _consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        self._drop("partitions_lost")
+        for partition in partitions:
+            self.positions.pop(_tp(partition), None)
+
+    # -- main loop -------------------------------------------------------------------------
+    def run(self) -> int:
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self.event_log.record(Event("start", message=self.settings.model_dump_json(exclude={"kafka"})))
+        _log("start", instance=self.instance_id, topics=self.settings.topics, group=self.settings.group_id)
+        started = time.monotonic()
+        try:
+            self.consumer.subscribe(
+                self.settings.topics,
+                on_assign=self._on_assign,
+                on_revoke=self._on_revoke,
+                on_lost=self._on_lost,
+            )
+            while not self.stopping:
+                self._poll()
+                if self.fatal is not None:
+                    raise self.fatal
+                if self._due():
+                    self.flush()
+                if self.until_caught_up and not self.buffer and self._caught_up(started):
+                    break
+            if self.fatal is None:
+                self.flush()
+        finally:
+            self.consumer.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if self.fatal is not None:
+            raise self.fatal
+        self.event_log.record(Event("stop", message=f"{self.commits} commits"))
+        _log("stop", instance=self.instance_id, commits=self.commits)
+        return 0
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        _log("signal", signal=signal.Signals(signum).name, action="flush, commit and exit")
+        self.stopping = True
+
+    def _poll(self) -> None:
+        room = max(1, self.settings.flush_rows - len(self.buffer))
+        records = self.consumer.consume(num_messages=min(room, 20_000), timeout=0.1)
+        self.last_poll = time.monotonic()
+        for record in records:
+            err = record.error()
+            if err is None:
+                if not self.buffer:
+                    self.buffer_since = time.monotonic()
+                self.buffer.append(record)
+                self.buffer_bytes += len(record.value() or b"")
+            elif err.code() == KafkaError._AUTO_OFFSET_RESET:
+                self._expired_while_running(err)
+            elif err.code() != KafkaError._PARTITION_EOF:
+                _log("consume_error", error=err.str())
+
+    def _expired_while_running(self, err: KafkaError) -> None:
+        metrics.EXPIRED_OFFSETS.inc()
+        message = f"a partition's position fell out of Kafka retention while running: {err.str()}"
+        log.error(json.dumps({"event": "offset_expired", "detail": message}))
+        self.event_log.record(Event("offset_expired", message=message))
+        self.fatal = OffsetExpiredError(message)
+
+    def _due(self) -> bool:
+        if not self.buffer:
+            return False
+        s = self.settings
+        return (
+            len(self.buffer) >= s.flush_rows
+            or self.buffer_bytes >= s.flush_bytes
+            or time.monotonic() - self.buffer_since >= s.flush_interval_s
+        )
+
+    def _caught_up(self, started: float) -> bool:
+        if not self.positions:
+            if time.monotonic() - started > self.settings.caught_up_timeout_s:
+                raise IngestError(
+                    f"no partition was assigned within {self.settings.caught_up_timeout_s:.0f} s"
+                )
+            return False
+        done = True
+        for tp, landed in list(self.positions.items()):
+            ktp = KafkaTopicPartition(tp.topic, tp.partition)
+            try:
+                low, high = self.consumer.get_watermark_offsets(ktp, timeout=5, cached=False)
+            except KafkaException:
+                return False
+            landed_next = low if landed is None else landed + 1
+            metrics.LAG.labels(tp.topic, str(tp.partition)).set(max(0, high - landed_next))
+            if landed_next < high:
+                position = self.consumer.position([ktp])[0].offset
+                done &= position >= high  # only control records (transaction markers) remain
+        return done
+
+    # -- flushing --------------------------------------------------------------------------
+    def _drop(self, reason: str, detail: str = "") -> None:
+        """Forget the uncommitted batch and rewind owned partitions to what Delta holds."""
+        if self.buffer:
+            metrics.DROPPED_BATCHES.labels(reason).inc()
+            _log("batch_dropped", reason=reason, records=len(self.buffer), detail=detail)
+        self.buffer, self.buffer_bytes = [], 0
+        for tp in list(self.positions):
+            landed = self.writer.landed(tp)
+            self.positions[tp] = landed
+            offset = OFFSET_BEGINNING if landed is None else landed + 1
+            try:
+                self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, offset))
+            except KafkaException:
+                pass  # no longer assigned: the next assignment seeks to Delta's offset anyway
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        batch_id = f"{self.instance_id}-{self.commits}-{uuid.uuid4().hex[:6]}"
+        try:
+            self._land(batch_id)
+        except RegistryUnavailable as err:
+            self.event_log.record(Event("registry_unavailable", batch_id=batch_id, message=str(err)))
+            self._drop("registry_unavailable", str(err))
+            time.sleep(min(5.0, self.settings.registry_retry_backoff_s * 4))
+        except FencedError as err:
+            self.event_log.record(Event("fenced", batch_id=batch_id, message=str(err)))
+            self._drop("fenced", str(err))
+
+    def _land(self, batch_id: str) -> None:
+        total = Stopwatch()
+        records = [
+            r for r in self.buffer if TopicPartition(r.topic() or "", r.partition() or 0) in self.positions
+        ]
+        decoded = self.decoder.decode(records, self.writer.columns())
+        decode_ms = total.ms()
+        hooks.reach("decoded")
+        if decoded.new_columns:
+            self.writer.add_columns(decoded.new_columns)
+            names = [c.name for c in decoded.new_columns]
+            _log("schema_evolved", batch_id=batch_id, new_columns=names)
+            self.event_log.record(Event("schema_evolved", batch_id=batch_id, message=", ".join(names)))
+        write = Stopwatch()
+        adds = self.writer.write_files(decoded.table) if decoded.table is not None else []
+        ranges = _ranges(records, decoded)
+        landings = {tp: Landing(self.positions[tp], r["last_offset"]) for tp, r in ranges.items()}
+        self.dead_letters.write(decoded.dead_letters, {tp: lg.last for tp, lg in landings.items()}, batch_id)
+        hooks.reach("dead_letters_written")
+        write_ms = write.ms()
+        idle_s = time.monotonic() - self.last_poll
+        if idle_s * 1000 >= 0.8 * self.settings.max_poll_interval_ms:
+            detail = f"{idle_s:.1f} s since the last poll, max.poll.interval.ms={self.settings.max_poll_interval_ms}"
+            self.event_log.record(Event("stale_batch_dropped", batch_id=batch_id, message=detail))
+            self._drop("outlived_max_poll_interval", detail)
+            return
+        commit = Stopwatch()
+        version = self.writer.commit(adds, landings, {"batch_id": batch_id, "instance_id": self.instance_id})
+        commit_ms = commit.ms()
+        hooks.reach("delta_committed")
+        for tp, landing in landings.items():
+            self.positions[tp] = landing.last
+        self._mirror_to_kafka(landings)
+        self.buffer, self.buffer_bytes = [], 0
+        self.commits += 1
+        self._record_commit(batch_id, version, ranges, decoded, decode_ms, write_ms, commit_ms, total.ms())
+        self._maybe_compact()
+
+    def _mirror_to_kafka(self, landings: dict[TopicPartition, Landing]) -> None:
+        offsets = [KafkaTopicPartition(tp.topic, tp.partition, lg.last + 1) for tp, lg in landings.items()]
+        try:
+            self.consumer.commit(offsets=offsets, asynchronous=True)
+        except KafkaException as err:  # only the lag mirror is stale; Delta holds the truth
+            _log("kafka_commit_failed", error=str(err))
+
+    def _record_commit(
+        self,
+        batch_id: str,
+        version: int,
+        ranges: dict[TopicPartition, dict[str, Any]],
+        decoded: DecodedBatch,
+        decode_ms: float,
+        write_ms: float,
+        commit_ms: float,
+        total_ms: float,
+    ) -> None:
+        rows = decoded.table.num_rows if decoded.table is not None else 0
+        stages = Counter(d.error.stage for d in decoded.dead_letters)
+        metrics.ROWS.inc(rows)
+        for stage, count in stages.items():
+            metrics.DEAD_LETTERS.labels(stage).inc(count)
+            metrics.DECODE_ERRORS.labels(stage).inc(count)
+        metrics.BATCH_SECONDS.observe(total_ms / 1000)
+        metrics.COMMIT_SECONDS.observe(commit_ms / 1000)
+        schema_ids = sorted(decoded.schema_ids)
+        _log(
+            "batch",
+            batch_id=batch_id,
+            bronze_version=version,
+            partitions={
+                str(tp): f"{r['first_offset']}-{r['last_offset']}" for tp, r in sorted(ranges.items())
+            },
+            rows=rows,
+            dead_letters=dict(stages),
+            schema_ids=schema_ids,
+            decode_ms=decode_ms,
+            write_ms=write_ms,
+            commit_ms=commit_ms,
+            total_ms=total_ms,
+        )
+        self.event_log.record(
+            Event(
+                "commit",
+                batch_id=batch_id,
+                bronze_version=version,
+                partitions=[
+                    {"topic": tp.topic, "partition": tp.partition, **r} for tp, r in sorted(ranges.items())
+                ],
+                rows=rows,
+                dead_letters=len(decoded.dead_letters),
+                schema_ids=schema_ids,
+                decode_ms=decode_ms,
+                write_ms=write_ms,
+                commit_ms=commit_ms,
+                total_ms=total_ms,
+                message="; ".join(sorted({str(d.error) for d in decoded.dead_letters})[:5]) or None,
+            )
+        )
+
+    def _maybe_compact(self) -> None:
+        every = self.settings.compact_every_commits
+        if every and self.commits % every == 0:
+            from ingest.maintenance import compact
+
+            _log("compaction", result=compact(self.settings.bronze_path))
+
+    def health(self) -> dict[str, object]:
+        since_poll = time.monotonic() - self.last_poll
+        ok = self.fatal is None and since_poll * 1000 < self.settings.max_poll_interval_ms
+        return {
+            "ok": ok,
+            "instance": self.instance_id,
+            "seconds_since_poll": round(since_poll, 2),
+            "partitions": sorted(str(tp) for tp in self.positions),
+            "commits": self.commits,
+        }
+
+
+def _ranges(records: list[Message], decoded: DecodedBatch) -> dict[TopicPartition, dict[str, Any]]:
+    """Per partition: first and last offset of the batch, rows landed and dead letters."""
+    out: dict[TopicPartition, dict[str, Any]] = {}
+    for record in records:
+        tp = TopicPartition(record.topic() or "", record.partition() or 0)
+        offset = record.offset() or 0
+        r = out.setdefault(tp, {"first_offset": offset, "last_offset": offset, "rows": 0, "dead_letters": 0})
+        r["first_offset"] = min(r["first_offset"], offset)
+        r["last_offset"] = max(r["last_offset"], offset)
+        r["rows"] += 1
+    for letter in decoded.dead_letters:
+        tp = TopicPartition(letter.record.topic() or "", letter.record.partition() or 0)
+        out[tp]["rows"] -= 1
+        out[tp]["dead_letters"] += 1
+    return out
+
+
+# -- CLI -----------------------------------------------------------------------------------
+def _kv(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not key=value, e.g. fetch.min.bytes=1")
+    return key, value
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML settings file (flags and env win over it)")
+    parser.add_argument("--bootstrap-servers", help="Kafka bootstrap servers")
+    parser.add_argument("--topic", action="append", dest="topics", help="topic to consume (repeatable)")
+    parser.add_argument("--group-id", help="consumer group")
+    parser.add_argument("--registry-url", help="Schema Registry URL (Confluent API)")
+    parser.add_argument("--warehouse-dir", type=Path, help="lakehouse root; tables under <dir>/bronze")
+    parser.add_argument("--kafka", action="append", type=_kv, metavar="KEY=VALUE", help="librdkafka setting")
+
+
+def settings_from_args(args: argparse.Namespace, **extra: Any) -> IngestSettings:
+    flags = {
+        "bootstrap_servers": args.bootstrap_servers,
+        "topics": args.topics,
+        "group_id": args.group_id,
+        "registry_url": args.registry_url,
+        "warehouse_dir": args.warehouse_dir,
+        "kafka": dict(args.kafka) if args.kafka else None,
+        **extra,
+    }
+    return load_settings(args.config, **flags)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    extra = {
+        "flush_rows": args.flush_rows,
+        "flush_interval_s": args.flush_interval_s,
+        "metrics_port": args.metrics_port,
+    }
+    settings = settings_from_args(args, **extra)
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("deltalake").setLevel(logging.WARNING)
+    hooks.install()
+    service = Service(settings, until_caught_up=args.until_caught_up)
+    server = None
+    if settings.metrics_port:
+        try:
+            server = metrics.serve(settings.metrics_host, settings.metrics_port, service.health)
+        except OSError as err:
+            raise ConfigError(f"metrics port {settings.metrics_port} unavailable: {err.strerror}") from None
+    try:
+        return service.run()
+    finally:
+        if server is not None:
+            server.shutdown()
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="consume Kafka and land events exactly once in bronze Delta",
+        description="Runs until stopped (SIGTERM/SIGINT flush, commit and exit). Settings: flags, "
+        "GAMELAKE_INGEST_* environment variables, --config file.",
+    )
+    add_settings_arguments(parser)
+    parser.add_argument("--until-caught-up", action="store_true", help="exit once every partition's lag is 0")
+    parser.add_argument("--flush-rows", type=int, help="commit a batch at this many records")
+    parser.add_argument("--flush-interval-s", type=float, help="commit a batch at this age (seconds)")
+    parser.add_argument("--metrics-port", type=int, help="port of /metrics and /healthz (0 disables)")
+    parser.set_defaults(handler=_run_command)

@@ -1,0 +1,112 @@
+"""Helpers for the ingest tests: run the service, read bronze back, re-read Kafka."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+from confluent_kafka import Consumer, Producer, TopicPartition
+from deltalake import DeltaTable
+
+from ingest.paths import PROJECT_DIR
+
+
+def bronze(warehouse: Path) -> pa.Table:
+    return DeltaTable(str(warehouse / "bronze" / "game_events")).to_pyarrow_table()
+
+
+def table(warehouse: Path, name: str) -> pa.Table:
+    return DeltaTable(str(warehouse / "bronze" / name)).to_pyarrow_table()
+
+
+def kafka_coordinates(bootstrap: str, topic: str) -> set[tuple[int, int]]:
+    """Every (partition, offset) of ``topic``, re-read from Kafka from the start to the high watermark."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}"})
+    partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    highs = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions if highs[p] > 0])
+    seen: set[tuple[int, int]] = set()
+    deadline = time.monotonic() + 120
+    while any(max((o for q, o in seen if q == p), default=-1) + 1 < highs[p] for p in partitions):
+        assert time.monotonic() < deadline, "re-reading Kafka took too long"
+        for msg in consumer.consume(5000, timeout=0.5):
+            assert msg.error() is None, msg.error()
+            seen.add((msg.partition(), msg.offset()))
+    consumer.close()
+    return seen
+
+
+def landed_coordinates(warehouse: Path, *names: str) -> list[tuple[int, int]]:
+    """(partition, offset) of every row in the given tables (default: bronze and dead letters), with repeats."""
+    out: list[tuple[int, int]] = []
+    for name in names or ("game_events", "dead_letters"):
+        path = warehouse / "bronze" / name
+        if not DeltaTable.is_deltatable(str(path)):
+            continue
+        t = DeltaTable(str(path)).to_pyarrow_table(columns=["_kafka_partition", "_kafka_offset"])
+        out += list(zip(t["_kafka_partition"].to_pylist(), t["_kafka_offset"].to_pylist(), strict=True))
+    return out
+
+
+def assert_exactly_once(warehouse: Path, bootstrap: str, topic: str) -> None:
+    """Bronze + dead letters hold every Kafka record of ``topic`` exactly once: no duplicates, no gaps."""
+    landed = landed_coordinates(warehouse)
+    duplicates = [c for c, n in Counter(landed).items() if n > 1]
+    assert not duplicates, f"{len(duplicates)} duplicated coordinates, e.g. {sorted(duplicates)[:5]}"
+    expected = kafka_coordinates(bootstrap, topic)
+    missing = expected - set(landed)
+    assert not missing, f"{len(missing)} records never landed, e.g. {sorted(missing)[:5]}"
+    assert set(landed) == expected
+
+
+def service_env(stack, topic: str, warehouse: Path, **settings: object) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GAMELAKE_INGEST_")}
+    env.update(
+        {
+            "GAMELAKE_INGEST_BOOTSTRAP_SERVERS": stack.bootstrap_servers,
+            "GAMELAKE_INGEST_REGISTRY_URL": stack.registry_url,
+            "GAMELAKE_INGEST_TOPICS": f'["{topic}"]',
+            "GAMELAKE_INGEST_GROUP_ID": f"group-{topic}",
+            "GAMELAKE_INGEST_WAREHOUSE_DIR": str(warehouse),
+            "GAMELAKE_INGEST_METRICS_PORT": "0",
+            "GAMELAKE_INGEST_SESSION_TIMEOUT_MS": "6000",
+            "GAMELAKE_INGEST_MAX_POLL_INTERVAL_MS": "20000",
+            "GAMELAKE_INGEST_COMPACT_EVERY_COMMITS": "0",
+        }
+    )
+    env.update({f"GAMELAKE_INGEST_{k.upper()}": str(v) for k, v in settings.items()})
+    return env
+
+
+def start_service(
+    env: dict[str, str], *args: str, hooks: str = "", log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    env = {**env, "GAMELAKE_TEST_HOOKS": hooks}
+    out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(
+        [sys.executable, "-m", "ingest.cli", "run", *args], env=env, cwd=PROJECT_DIR, stdout=out, stderr=out
+    )
+
+
+def run_service(env: dict[str, str], *args: str, hooks: str = "", log: Path | None = None, timeout: float = 180) -> int:
+    proc = start_service(env, "--until-caught-up", *args, hooks=hooks, log=log)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        raise
+
+
+def produce_raw(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for key, value in records:
+        producer.produce(topic, value=value, key=key, partition=partition)
+    assert producer.flush(30) == 0

@@ -1,0 +1,85 @@
+"""End to end: mixed v1/v2/v3 events for several games land in bronze exactly as produced."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+
+from ingest.producer.datagen import EventGenerator
+from ingest.producer.publish import publish
+from tests.integration.ingest_support import assert_exactly_once, bronze, run_service, service_env, table
+
+pytestmark = pytest.mark.integration
+
+GAMES = ["space_raiders", "kart_legends", "puzzle_pop"]
+COUNT = 6000
+
+V1 = ["event_id", "game_name", "gamer_id", "event_type", "event_timestamp", "device_id"]
+V2 = ["session_id", "score", "level"]
+V3 = ["duration_ms", "platform", "region"]
+TYPES = {
+    "event_id": pa.string(),
+    "event_timestamp": pa.timestamp("us", tz="UTC"),
+    "score": pa.int64(),
+    "level": pa.int32(),
+    "duration_ms": pa.int64(),
+    "_kafka_topic": pa.string(),
+    "_kafka_partition": pa.int32(),
+    "_kafka_offset": pa.int64(),
+    "_kafka_timestamp": pa.timestamp("us", tz="UTC"),
+    "_kafka_key": pa.string(),
+    "_schema_id": pa.int32(),
+    "_ingested_at": pa.timestamp("us", tz="UTC"),
+    "event_date": pa.date32(),
+}
+
+
+@pytest.fixture(scope="module")
+def landed(stack, tmp_path_factory):
+    topic = f"test-e2e-{tmp_path_factory.mktemp('x').name}"
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    events = list(EventGenerator(GAMES, [1, 2, 3], seed=7).events(COUNT))
+    summary = publish(stack.endpoints(topic), iter(events), [1, 2, 3], partitions=6, progress=False)
+    assert summary.delivered == COUNT
+    code = run_service(service_env(stack, topic, warehouse, flush_rows=1500), log=warehouse / "ingest.log")
+    assert code == 0, (warehouse / "ingest.log").read_text()[-3000:]
+    return topic, warehouse, events, summary
+
+
+def test_bronze_holds_exactly_the_produced_events(landed, stack):
+    topic, warehouse, events, _ = landed
+    rows = bronze(warehouse)
+    assert rows.num_rows == COUNT
+    assert sorted(rows["event_id"].to_pylist()) == sorted(e.event_id for e in events)
+    assert_exactly_once(warehouse, stack.bootstrap_servers, topic)
+
+
+def test_every_column_of_every_version_is_typed_and_filled_per_version(landed):
+    _, warehouse, events, summary = landed
+    rows = bronze(warehouse)
+    for name, kind in TYPES.items():
+        assert rows.schema.field(name).type == kind, name
+    assert set(V1 + V2 + V3) <= set(rows.column_names)
+    by_id = {r["event_id"]: r for r in rows.to_pylist()}
+    for event in events:
+        row = by_id[event.event_id]
+        assert row["_schema_id"] == summary.schema_ids[event.version]
+        assert row["game_name"] == event.game_name and row["gamer_id"] == event.gamer_id
+        assert row["_kafka_key"] == event.gamer_id
+        assert row["event_timestamp"] == event.event_timestamp
+        assert row["event_date"] == event.event_timestamp.astimezone(dt.UTC).date()
+        for name in V2 + V3:
+            introduced = 2 if name in V2 else 3
+            expected = getattr(event, name) if event.version >= introduced else None
+            assert row[name] == expected, (name, event.version)
+
+
+def test_each_commit_is_in_the_event_log_and_nothing_dead_lettered(landed):
+    _, warehouse, _, _ = landed
+    log = table(warehouse, "ingest_event_log").to_pylist()
+    commits = [e for e in log if e["kind"] == "commit"]
+    assert sum(e["rows"] for e in commits) == COUNT
+    assert all(e["partitions"] and e["schema_ids"] for e in commits)
+    assert table(warehouse, "dead_letters").num_rows == 0
