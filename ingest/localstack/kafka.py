@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import uuid
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
@@ -55,7 +57,8 @@ logger.apache.level=WARN
 
 
 def _healthy(port: int) -> bool:
-    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0, "logger": _quiet})
+    conf: dict[str, Any] = {"bootstrap.servers": f"127.0.0.1:{port}", "log_level": 0, "logger": _QUIET}
+    admin = AdminClient(conf)
     try:
         admin.list_topics(timeout=2)
     except Exception:
@@ -63,8 +66,10 @@ def _healthy(port: int) -> bool:
     return True
 
 
-def _quiet(*_args: object) -> None:
-    """librdkafka logs connection refusals while the broker boots; they are expected here."""
+# librdkafka logs connection refusals while the broker boots; they are expected here.
+_QUIET = logging.getLogger("gamelake.stack.kafka-probe")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 
 
 def _format_storage(config: Path, data_dir: Path, classpath: str, java: str) -> None:

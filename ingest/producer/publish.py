@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
@@ -162,7 +162,7 @@ def publish(
     )
     summary = ProduceSummary(schema_ids={})
 
-    def delivered(err: KafkaError | None, _msg: object) -> None:
+    def delivered(err: KafkaError | None, _msg: Message) -> None:
         if err is None:
             summary.delivered += 1
         else:
@@ -191,7 +191,13 @@ def publish(
     return summary
 
 
-def _produce(producer: Producer, topic: str, key: bytes, value: bytes, on_delivery: object) -> None:
+def _produce(
+    producer: Producer,
+    topic: str,
+    key: bytes,
+    value: bytes,
+    on_delivery: Callable[[KafkaError | None, Message], None],
+) -> None:
     while True:
         try:
             producer.produce(topic, key=key, value=value, on_delivery=on_delivery)
