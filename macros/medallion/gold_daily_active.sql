@@ -1,0 +1,44 @@
+{#- Daily active players of one game. Distinct counts do not add up across runs,
+    so each run recomputes exactly the event dates that received new silver rows
+    (silver is partitioned by event_date, so only those partitions are read) and
+    merges them by event_date. -#}
+{% macro gold_daily_active(game_slug) %}
+    {{- assert_game_slug(game_slug) -}}
+with silver_events as (
+    select * from {{ ref('silver_' ~ game_slug) }}
+),
+
+touched_dates as (
+    select distinct event_date
+    from silver_events
+    {%- if is_incremental() %}
+    where silver_loaded_at > (
+        select coalesce(max(silver_loaded_at), timestamp '1970-01-01 00:00:00') from {{ this }}
+    )
+    {%- endif %}
+),
+
+day_events as (
+    select silver_events.*
+    from silver_events
+    left semi join touched_dates
+        on silver_events.event_date = touched_dates.event_date
+),
+
+final as (
+    select
+        event_date,
+        '{{ game_slug }}' as game_slug,
+        count(distinct gamer_id) as active_players,
+        count(distinct if(event_type = 'purchase', gamer_id, null)) as paying_players,
+        count_if(event_type = 'session_start') as session_count,
+        count_if(event_type = 'match_start') as match_count,
+        count(*) as event_count,
+        max(silver_loaded_at) as silver_loaded_at,
+        current_timestamp() as updated_at
+    from day_events
+    group by event_date
+)
+
+select * from final
+{%- endmacro %}

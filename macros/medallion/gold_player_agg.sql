@@ -1,0 +1,80 @@
+{#- Per gamer of one game. Incremental by merge: the silver rows loaded since
+    this table's silver_loaded_at high-water mark are aggregated, then combined
+    with the stored row of each touched gamer (counts add, mins and maxes merge).
+    session_count counts session_start events: each session emits exactly one,
+    and silver holds each event once, so it counts sessions, not events. -#}
+{% macro gold_player_agg(game_slug) %}
+    {{- assert_game_slug(game_slug) -}}
+    {%- set counts = ['event_count', 'session_count', 'match_count', 'purchase_count',
+                      'achievement_count', 'level_up_count', 'total_session_ms'] -%}
+with silver_events as (
+    select * from {{ ref('silver_' ~ game_slug) }}
+),
+
+new_events as (
+    select * from silver_events
+    {%- if is_incremental() %}
+    where silver_loaded_at > (
+        select coalesce(max(silver_loaded_at), timestamp '1970-01-01 00:00:00') from {{ this }}
+    )
+    {%- endif %}
+),
+
+batch as (
+    select
+        gamer_id,
+        count(*) as event_count,
+        count_if(event_type = 'session_start') as session_count,
+        count_if(event_type = 'match_start') as match_count,
+        count_if(event_type = 'purchase') as purchase_count,
+        count_if(event_type = 'achievement') as achievement_count,
+        count_if(event_type = 'level_up') as level_up_count,
+        coalesce(sum(if(event_type = 'session_end', duration_ms, 0)), 0) as total_session_ms,
+        max(score) as best_score,
+        max(level) as max_level,
+        min(event_at) as first_event_at,
+        max(event_at) as last_event_at,
+        max(silver_loaded_at) as silver_loaded_at
+    from new_events
+    group by gamer_id
+),
+
+{%- if is_incremental() %}
+
+stored as (
+    select * from {{ this }}
+    where gamer_id in (select batch.gamer_id from batch)
+),
+
+merged as (
+    select
+        batch.gamer_id,
+        {%- for column in counts %}
+        batch.{{ column }} + coalesce(stored.{{ column }}, 0) as {{ column }},
+        {%- endfor %}
+        greatest(batch.best_score, stored.best_score) as best_score,
+        greatest(batch.max_level, stored.max_level) as max_level,
+        least(batch.first_event_at, stored.first_event_at) as first_event_at,
+        greatest(batch.last_event_at, stored.last_event_at) as last_event_at,
+        greatest(batch.silver_loaded_at, stored.silver_loaded_at) as silver_loaded_at
+    from batch
+    left join stored
+        on batch.gamer_id = stored.gamer_id
+),
+{%- else %}
+
+merged as (
+    select * from batch
+),
+{%- endif %}
+
+final as (
+    select
+        '{{ game_slug }}' as game_slug,
+        merged.*,
+        current_timestamp() as updated_at
+    from merged
+)
+
+select * from final
+{%- endmacro %}

@@ -1,0 +1,1 @@
+{{ stage_bronze_events(source('bronze', 'game_events')) }}

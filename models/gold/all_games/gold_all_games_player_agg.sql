@@ -1,0 +1,1 @@
+{{ union_games('player_agg', key_columns=['unioned.game_slug', 'unioned.gamer_id']) }}

@@ -1,0 +1,1 @@
+{{ quarantine_events() }}
