@@ -47,6 +47,10 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR) -> dict[str, str]:
         "spark.sql.adaptive.enabled": "true",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # Not a Spark setting: where dbt's on-run-start registers the bronze source.
+        "spark.gamelake.bronze.path": os.environ.get(
+            "GAMELAKE_BRONZE_PATH", str(warehouse / "bronze" / "game_events")
+        ),
     }
 
 
