@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import uuid
 
 import pyarrow as pa
 import pytest
@@ -49,7 +50,7 @@ def _level_renamed(message: descriptor_pb2.DescriptorProto) -> None:
 
 @pytest.fixture(scope="module")
 def poisoned(stack, tmp_path_factory):
-    topic = f"test-dlq-{tmp_path_factory.mktemp('x').name}"
+    topic = f"test-dlq-{uuid.uuid4().hex[:10]}"
     warehouse = tmp_path_factory.mktemp("warehouse")
     endpoints = stack.endpoints(topic)
     ensure_topic(endpoints, partitions=1)

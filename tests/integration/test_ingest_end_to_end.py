@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 
 import pyarrow as pa
 import pytest
@@ -38,7 +39,7 @@ TYPES = {
 
 @pytest.fixture(scope="module")
 def landed(stack, tmp_path_factory):
-    topic = f"test-e2e-{tmp_path_factory.mktemp('x').name}"
+    topic = f"test-e2e-{uuid.uuid4().hex[:10]}"
     warehouse = tmp_path_factory.mktemp("warehouse")
     events = list(EventGenerator(GAMES, [1, 2, 3], seed=7).events(COUNT))
     summary = publish(stack.endpoints(topic), iter(events), [1, 2, 3], partitions=6, progress=False)
