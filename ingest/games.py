@@ -409,18 +409,23 @@ unit_tests:
           - {game_slug: other_game, is_active: true}
       - input: ref('stg_bronze__game_events')
         rows:
-          - {event_id: e1, game_slug: GAME, gamer_id: g1, event_type: session_start, event_at: "2024-05-01 10:00:00",
+          - {event_id: e1, game_slug: GAME, gamer_id: g1, event_type: session_start,
+             event_at: "2024-05-01 10:00:00",
              kafka_topic: t, kafka_partition: 0, kafka_offset: 10, ingested_at: "2024-05-01 10:00:05"}
-          - {event_id: e1, game_slug: GAME, gamer_id: g1, event_type: session_start, event_at: "2024-05-01 10:00:00",
+          - {event_id: e1, game_slug: GAME, gamer_id: g1, event_type: session_start,
+             event_at: "2024-05-01 10:00:00",
              kafka_topic: t, kafka_partition: 1, kafka_offset: 3, ingested_at: "2024-05-01 10:00:09"}
-          - {event_id: e2, game_slug: GAME, gamer_id: g1, event_type: match_start, event_at: "2024-05-01 10:01:00",
+          - {event_id: e2, game_slug: GAME, gamer_id: g1, event_type: match_start,
+             event_at: "2024-05-01 10:01:00",
              kafka_topic: t, kafka_partition: 0, kafka_offset: 11, ingested_at: "2024-05-01 10:01:05"}
-          - {event_id: e3, game_slug: GAME, gamer_id: g2, event_type: purchase, event_at: "2024-05-01 10:02:00",
+          - {event_id: e3, game_slug: GAME, gamer_id: g2, event_type: purchase,
+             event_at: "2024-05-01 10:02:00",
              kafka_topic: t, kafka_partition: 0, kafka_offset: 12, ingested_at: "2024-05-01 10:02:05"}
           - {event_id: e4, game_slug: other_game, gamer_id: g2, event_type: purchase,
              event_at: "2024-05-01 10:02:00", kafka_topic: t, kafka_partition: 0, kafka_offset: 13,
              ingested_at: "2024-05-01 10:02:05"}
-          - {event_id: e5, game_slug: GAME, gamer_id: "", event_type: purchase, event_at: "2024-05-01 10:02:00",
+          - {event_id: e5, game_slug: GAME, gamer_id: "", event_type: purchase,
+             event_at: "2024-05-01 10:02:00",
              kafka_topic: t, kafka_partition: 0, kafka_offset: 14, ingested_at: "2024-05-01 10:02:05"}
       - input: this
         format: sql
@@ -444,11 +449,14 @@ unit_tests:
           - {game_slug: GAME, is_active: true}
       - input: ref('stg_bronze__game_events')
         rows:
-          - {event_id: old, game_slug: GAME, gamer_id: g1, event_type: level_up, event_at: "2024-05-01 10:00:00",
+          - {event_id: old, game_slug: GAME, gamer_id: g1, event_type: level_up,
+             event_at: "2024-05-01 10:00:00",
              kafka_topic: t, kafka_partition: 0, kafka_offset: 1, ingested_at: "2024-05-01 10:59:59"}
-          - {event_id: late, game_slug: GAME, gamer_id: g1, event_type: level_up, event_at: "2024-05-01 10:00:00",
+          - {event_id: late, game_slug: GAME, gamer_id: g1, event_type: level_up,
+             event_at: "2024-05-01 10:00:00",
              kafka_topic: t, kafka_partition: 0, kafka_offset: 2, ingested_at: "2024-05-01 11:30:00"}
-          - {event_id: new, game_slug: GAME, gamer_id: g1, event_type: level_up, event_at: "2024-05-01 12:10:00",
+          - {event_id: new, game_slug: GAME, gamer_id: g1, event_type: level_up,
+             event_at: "2024-05-01 12:10:00",
              kafka_topic: t, kafka_partition: 0, kafka_offset: 3, ingested_at: "2024-05-01 12:10:00"}
       - input: this
         format: sql
@@ -577,9 +585,8 @@ def _command(args: argparse.Namespace) -> int:
     for path in result.removed:
         print(f"games: {'would remove' if args.check else 'removed'} {path}")
     active = sum(g.is_active for g in games)
-    print(
-        f"games: {len(games)} games ({active} active); generated models {'differ' if result.changed else 'match'}"
-    )
+    state = "differ from the seed" if result.changed else "match the seed"
+    print(f"games: {len(games)} games ({active} active); generated models {state}")
     return 1 if args.check and result.changed else 0
 
 
