@@ -194,27 +194,12 @@ def test_registry_refuses_an_incompatible_version(produced):
 
 def test_produce_command_prints_counts_and_schema_ids(stack, fresh_topic):
     env = {"KAFKA_BOOTSTRAP_SERVERS": stack.bootstrap_servers, "SCHEMA_REGISTRY_URL": stack.registry_url}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ingest.cli",
-            "produce",
-            "--count",
-            "500",
-            "--versions",
-            "1,3",
-            "--topic",
-            fresh_topic,
-            "--no-progress",
-            "--rate",
-            "5000",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **env},
-    )
+    command = [sys.executable, "-m", "ingest.cli", "produce", "--count", "500", "--versions", "1,3"]
+    command += ["--topic", fresh_topic, "--no-progress", "--rate", "5000"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=180, env={**os.environ, **env})
+    except subprocess.TimeoutExpired as hung:
+        pytest.fail(f"`ingest produce` hung; it printed:\n{hung.stdout!r}\n{hung.stderr!r}")
     assert result.returncode == 0, result.stderr
     assert "produced 500 events (0 failed)" in result.stdout
     assert "v1=" in result.stdout and "v3=" in result.stdout and "v2=" not in result.stdout

@@ -18,6 +18,7 @@ def test_bad_port_variable_is_refused(monkeypatch):
 
 def test_colliding_ports_are_refused(monkeypatch):
     monkeypatch.setenv("KAFKA_PORT", "8081")
+    monkeypatch.setenv("SCHEMA_REGISTRY_PORT", "8081")
     with pytest.raises(ConfigError, match="ports must differ"):
         StackPorts.from_env()
 
