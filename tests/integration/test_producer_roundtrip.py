@@ -197,7 +197,9 @@ def test_produce_command_prints_counts_and_schema_ids(stack, fresh_topic):
     command = [sys.executable, "-m", "ingest.cli", "produce", "--count", "500", "--versions", "1,3"]
     command += ["--topic", fresh_topic, "--no-progress", "--rate", "5000"]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=180, env={**os.environ, **env})
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=180, env={**os.environ, **env}
+        )
     except subprocess.TimeoutExpired as hung:
         pytest.fail(f"`ingest produce` hung; it printed:\n{hung.stdout!r}\n{hung.stderr!r}")
     assert result.returncode == 0, result.stderr
