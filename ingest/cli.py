@@ -40,7 +40,7 @@ def _add_stack(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ingest import games, service
+    from ingest import games, replay, service, status
     from ingest.producer import cli as produce_cli
 
     parser = argparse.ArgumentParser(prog="ingest", description="gamelake: Kafka protobuf events -> Delta")
@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     produce_cli.add_parser(subparsers)
     games.add_parser(subparsers)
     service.add_parser(subparsers)
+    status.add_parser(subparsers)
+    replay.add_parser(subparsers)
     _add_stack(subparsers)
     return parser
 

@@ -35,8 +35,3 @@ class StartPosition:
     @property
     def next_offset(self) -> int | None:
         return None if self.landed is None else self.landed + 1
-
-
-def expired(position: StartPosition, low_watermark: int) -> bool:
-    """True when records between Delta's offset and Kafka's earliest were deleted unread."""
-    return position.next_offset is not None and position.next_offset < low_watermark

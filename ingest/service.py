@@ -32,7 +32,7 @@ from ingest.decode import DecodedBatch, Decoder
 from ingest.errors import ConfigError, IngestError
 from ingest.event_log import Event, EventLog
 from ingest.metrics import Stopwatch
-from ingest.offsets import StartPosition, TopicPartition, expired
+from ingest.offsets import StartPosition, TopicPartition
 from ingest.registry import RegistryClient, RegistryUnavailable
 from ingest.settings import IngestSettings, load_settings
 from ingest.writer import BronzeWriter, FencedError, Landing
@@ -75,8 +75,7 @@ class Service:
         self.stopping = False
         self.fatal: IngestError | None = None
         self.commits = 0
-        self.assigned_once = False
-        self.broker_down_since: float | None = None
+        self.idle = False
 
     # -- setup -----------------------------------------------------------------------------
     def _kafka_error(self, err: KafkaError) -> None:
@@ -103,38 +102,20 @@ class Service:
 
     # -- rebalance callbacks ---------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        """Seek every assigned partition to the offset Delta holds; the earliest if it never landed.
+
+        Never 'latest'. A Delta offset that fell out of retention makes the fetch fail with
+        _AUTO_OFFSET_RESET (auto.offset.reset=error), handled loudly in ``_offset_out_of_range``.
+        """
         for partition in partitions:
             tp = _tp(partition)
             position = StartPosition(tp, self.writer.landed(tp))
             self.positions[tp] = position.landed
-            partition.offset = self._start_offset(consumer, partition, position)
+            partition.offset = OFFSET_BEGINNING if position.next_offset is None else position.next_offset
         consumer.assign(partitions)
-        self.assigned_once = True
         ranges = {str(_tp(p)): p.offset for p in partitions}
         _log("assigned", instance=self.instance_id, start_offsets=ranges)
         self.event_log.record(Event("assigned", message=json.dumps(ranges)))
-
-    def _start_offset(
-        self, consumer: Consumer, partition: KafkaTopicPartition, position: StartPosition
-    ) -> int:
-        """Delta's next offset; the earliest for a partition never landed. Never 'latest'."""
-        if position.next_offset is None:
-            return OFFSET_BEGINNING
-        low, _high = consumer.get_watermark_offsets(partition, timeout=10, cached=False)
-        if not expired(position, low):
-            return position.next_offset
-        gap = f"{position.tp}: offsets {position.next_offset}..{low - 1} expired from Kafka before they were landed"
-        metrics.EXPIRED_OFFSETS.inc()
-        log.error(
-            json.dumps({"event": "offset_expired", "detail": gap, "policy": self.settings.on_expired_offset})
-        )
-        self.event_log.record(Event("offset_expired", message=gap))
-        if self.settings.on_expired_offset == "fail":
-            self.fatal = OffsetExpiredError(
-                f"{gap}; set on_expired_offset=earliest to accept the gap and go on"
-            )
-            self.stopping = True
-        return low
 
     def _on_revoke(self, _consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         if self.buffer:
@@ -167,7 +148,7 @@ class Service:
                     raise self.fatal
                 if self._due():
                     self.flush()
-                if self.until_caught_up and not self.buffer and self._caught_up(started):
+                if self.until_caught_up and self.idle and not self.buffer and self._caught_up(started):
                     break
             if self.fatal is None:
                 self.flush()
@@ -189,6 +170,7 @@ class Service:
         room = max(1, self.settings.flush_rows - len(self.buffer))
         records = self.consumer.consume(num_messages=min(room, 20_000), timeout=0.1)
         self.last_poll = time.monotonic()
+        self.idle = not records
         for record in records:
             err = record.error()
             if err is None:
@@ -197,16 +179,25 @@ class Service:
                 self.buffer.append(record)
                 self.buffer_bytes += len(record.value() or b"")
             elif err.code() == KafkaError._AUTO_OFFSET_RESET:
-                self._expired_while_running(err)
+                self._offset_out_of_range(record)
             elif err.code() != KafkaError._PARTITION_EOF:
                 _log("consume_error", error=err.str())
 
-    def _expired_while_running(self, err: KafkaError) -> None:
+    def _offset_out_of_range(self, record: Message) -> None:
+        """Delta's offset is not in Kafka any more (retention deleted it unread): a loud, recorded event."""
+        tp = TopicPartition(record.topic() or "", record.partition() or 0)
+        landed = self.positions.get(tp)
+        gap = (
+            f"{tp}: the next offset to land, {'the start' if landed is None else landed + 1}, is no longer in "
+            f"Kafka (retention deleted records before they were landed): {record.error().str()}"
+        )
         metrics.EXPIRED_OFFSETS.inc()
-        message = f"a partition's position fell out of Kafka retention while running: {err.str()}"
-        log.error(json.dumps({"event": "offset_expired", "detail": message}))
-        self.event_log.record(Event("offset_expired", message=message))
-        self.fatal = OffsetExpiredError(message)
+        log.error(json.dumps({"event": "offset_expired", "detail": gap, "policy": self.settings.on_expired_offset}))
+        self.event_log.record(Event("offset_expired", message=gap))
+        if self.settings.on_expired_offset == "fail":
+            self.fatal = OffsetExpiredError(f"{gap}; set on_expired_offset=earliest to accept the gap and go on")
+        else:
+            self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING))
 
     def _due(self) -> bool:
         if not self.buffer:
@@ -229,7 +220,10 @@ class Service:
         for tp, landed in list(self.positions.items()):
             ktp = KafkaTopicPartition(tp.topic, tp.partition)
             try:
-                low, high = self.consumer.get_watermark_offsets(ktp, timeout=5, cached=False)
+                # The fetcher's cached watermarks are fresh while we consume; ask the broker otherwise.
+                low, high = self.consumer.get_watermark_offsets(ktp, cached=True)
+                if low < 0 or high < 0:
+                    low, high = self.consumer.get_watermark_offsets(ktp, timeout=5, cached=False)
             except KafkaException:
                 return False
             landed_next = low if landed is None else landed + 1

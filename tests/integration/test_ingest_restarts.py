@@ -1,0 +1,184 @@
+"""On a private stack (own ports, own state): broker and registry stop/restart, and DLQ replay after a fix."""
+
+from __future__ import annotations
+
+import base64
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from deltalake import DeltaTable
+
+from ingest import wire
+from ingest.endpoints import Endpoints
+from ingest.localstack import process
+from ingest.localstack.kafka import broker
+from ingest.localstack.registry import confluent_url, registry
+from ingest.paths import PROJECT_DIR
+from ingest.producer.datagen import EventGenerator
+from ingest.producer.publish import ensure_topic, publish
+from ingest.schemas import load_version
+from tests.integration.ingest_support import (
+    assert_exactly_once,
+    bronze,
+    produce_raw,
+    run_service,
+    service_env,
+    start_service,
+    table,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+PORTS = {"kafka": 19192, "controller": 19193, "registry": 18181, "management": 18182}
+
+
+@dataclass
+class PrivateStack:
+    state: Path
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"localhost:{PORTS['kafka']}"
+
+    @property
+    def registry_url(self) -> str:
+        return confluent_url(PORTS["registry"])
+
+    def endpoints(self, topic: str) -> Endpoints:
+        return Endpoints(self.bootstrap_servers, self.registry_url, topic)
+
+    def broker(self) -> process.Server:
+        return broker(self.state / "kafka", PORTS["kafka"], PORTS["controller"])
+
+    def registry(self) -> process.Server:
+        return registry(self.state / "registry", PORTS["registry"], PORTS["management"])
+
+
+@pytest.fixture(scope="module")
+def private_stack(tmp_path_factory):
+    stack = PrivateStack(tmp_path_factory.mktemp("private-stack"))
+    servers = [stack.broker(), stack.registry()]
+    for server in servers:
+        process.start(server)
+    try:
+        yield stack
+    finally:
+        for server in reversed(servers):
+            process.stop(server)
+
+
+def _wait_rows(warehouse: Path, count: int, proc, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the service exited"
+        if DeltaTable.is_deltatable(str(warehouse / "bronze" / "game_events")) and bronze(warehouse).num_rows >= count:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"bronze did not reach {count} rows")
+
+
+def _events(seed: int, count: int, versions: list[int]):
+    return EventGenerator(["space_raiders"], versions, seed=seed).events(count)
+
+
+def test_broker_stopped_and_restarted_loses_nothing(private_stack, tmp_path):
+    topic = "restart-broker"
+    publish(private_stack.endpoints(topic), _events(1, 3000, [1, 2]), [1, 2], partitions=6, progress=False)
+    proc = start_service(service_env(private_stack, topic, tmp_path), log=tmp_path / "ingest.log")
+    try:
+        _wait_rows(tmp_path, 3000, proc)
+        process.stop(private_stack.broker())
+        time.sleep(4)  # the service keeps running against a dead broker
+        assert proc.poll() is None
+        process.start(private_stack.broker())
+        publish(private_stack.endpoints(topic), _events(2, 3000, [2, 3]), [2, 3], partitions=6, progress=False)
+        _wait_rows(tmp_path, 6000, proc)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert table(tmp_path, "dead_letters").num_rows == 0
+    assert_exactly_once(tmp_path, private_stack.bootstrap_servers, topic)
+
+
+def test_registry_stopped_and_restarted_no_dead_letters_for_good_records(private_stack, tmp_path):
+    topic = "restart-registry"
+    endpoints = private_stack.endpoints(topic)
+    publish(endpoints, _events(3, 2000, [1]), [1], partitions=6, progress=False)
+    env = service_env(private_stack, topic, tmp_path, registry_retry_backoff_s=0.2, unknown_schema_retries=2)
+    proc = start_service(env, log=tmp_path / "ingest.log")
+    try:
+        _wait_rows(tmp_path, 2000, proc)
+        v3 = load_version(3).message_class
+        v3_id = _register(private_stack, f"{topic}-value", 3)  # known to the registry, not yet to the service
+        process.stop(private_stack.registry())
+        records = [(b"k", wire.frame(v3_id, v3(event_id=f"late-{i}", platform="pc").SerializeToString())) for i in range(500)]
+        produce_raw(private_stack.bootstrap_servers, topic, records, partition=2)
+        time.sleep(6)  # several bounded lookup attempts fail meanwhile
+        assert proc.poll() is None and bronze(tmp_path).num_rows == 2000
+        process.start(private_stack.registry())
+        _wait_rows(tmp_path, 2500, proc)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert table(tmp_path, "dead_letters").num_rows == 0
+    kinds = [e["kind"] for e in table(tmp_path, "ingest_event_log").to_pylist()]
+    assert "registry_unavailable" in kinds
+    assert_exactly_once(tmp_path, private_stack.bootstrap_servers, topic)
+
+
+def _register(stack: PrivateStack, subject: str, version: int) -> int:
+    file = load_version(version).file_descriptor_proto
+    ref = SchemaReference("google/protobuf/timestamp.proto", "google/protobuf/timestamp.proto", 1)
+    schema = Schema(base64.b64encode(file.SerializeToString()).decode(), "PROTOBUF", [ref])
+    client = SchemaRegistryClient({"url": stack.registry_url})
+    if "google/protobuf/timestamp.proto" not in client.get_subjects():
+        from google.protobuf import timestamp_pb2
+
+        raw = base64.b64encode(timestamp_pb2.DESCRIPTOR.serialized_pb).decode()
+        client.register_schema("google/protobuf/timestamp.proto", Schema(raw, "PROTOBUF"))
+    return client.register_schema(subject, schema)
+
+
+def _dlq(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ingest.cli", "dlq", *args], env=env, cwd=PROJECT_DIR, capture_output=True, text=True
+    )
+
+
+def test_dlq_replay_after_the_schema_is_registered_lands_once(private_stack, tmp_path):
+    topic = "replay"
+    endpoints = private_stack.endpoints(topic)
+    ensure_topic(endpoints, partitions=1)
+    v1_id = _register(private_stack, f"{topic}-value", 1)
+    future_id = v1_id + 1  # the id the registry gives the next new schema (a private registry: no one else)
+    v2 = load_version(2).message_class
+    records = [(b"k", wire.frame(future_id, v2(event_id=f"e{i}", score=i).SerializeToString())) for i in range(20)]
+    produce_raw(private_stack.bootstrap_servers, topic, records)
+    env = service_env(private_stack, topic, tmp_path, unknown_schema_retries=1, registry_retry_backoff_s=0.1)
+    assert run_service(env, log=tmp_path / "ingest.log") == 0
+    letters = table(tmp_path, "dead_letters")
+    assert letters.num_rows == 20 and set(letters["stage"].to_pylist()) == {"schema_lookup"}
+
+    assert _register(private_stack, f"{topic}-value", 2) == future_id  # the fix: the schema exists now
+    first = _dlq(env, "replay", "--stage", "schema_lookup")
+    assert first.returncode == 0, first.stderr
+    assert '"landed": 20' in first.stdout
+    rows = bronze(tmp_path)
+    assert sorted(rows["score"].to_pylist()) == list(range(20))
+
+    # A crash after landing but before stamping replayed_at: the rerun must not duplicate.
+    DeltaTable(str(tmp_path / "bronze" / "dead_letters")).update(updates={"replayed_at": "null"})
+    second = _dlq(env, "replay")
+    assert second.returncode == 0, second.stderr
+    assert '"landed": 0' in second.stdout and '"already_in_bronze": 20' in second.stdout
+    assert bronze(tmp_path).num_rows == 20
+    assert "0 dead letters not replayed" in _dlq(env, "list").stdout

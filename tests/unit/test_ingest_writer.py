@@ -1,0 +1,68 @@
+"""The bronze writer on a local Delta table: offsets in the same commit, zombie fencing, evolution."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from ingest.columns import field_column
+from ingest.offsets import TopicPartition
+from ingest.schemas import load_version
+from ingest.writer import BronzeWriter, FencedError, Landing
+
+TP = TopicPartition("events", 0)
+
+
+def _rows(offsets: list[int]) -> pa.Table:
+    n = len(offsets)
+    ts = pa.array([1_700_000_000_000_000 + o for o in offsets], pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    return pa.table(
+        {
+            "_kafka_topic": pa.array(["events"] * n),
+            "_kafka_partition": pa.array([0] * n, pa.int32()),
+            "_kafka_offset": pa.array(offsets, pa.int64()),
+            "_kafka_timestamp": ts,
+            "_kafka_key": pa.array(["k"] * n),
+            "_schema_id": pa.array([1] * n, pa.int32()),
+            "_ingested_at": ts,
+            "event_date": ts.cast(pa.date32()),
+        }
+    )
+
+
+def test_rows_and_offset_land_in_one_commit(tmp_path):
+    writer = BronzeWriter(tmp_path / "bronze", "app")
+    before = writer.table.version()
+    version = writer.commit(writer.write_files(_rows([0, 1, 2])), {TP: Landing(None, 2)}, {"batch_id": "b1"})
+    assert version == before + 1
+    assert writer.landed(TP) == 2
+    assert DeltaTable(str(tmp_path / "bronze")).to_pyarrow_table().num_rows == 3
+
+
+def test_a_zombie_commit_for_an_already_landed_range_is_refused(tmp_path):
+    live = BronzeWriter(tmp_path / "bronze", "app")
+    zombie = BronzeWriter(tmp_path / "bronze", "app")
+    zombie_files = zombie.write_files(_rows([0, 1, 2]))
+    live.commit(live.write_files(_rows([0, 1, 2])), {TP: Landing(None, 2)}, {})
+    with pytest.raises(FencedError, match=r"events\[0\]: Delta holds offset 2, this instance resumed from None"):
+        zombie.commit(zombie_files, {TP: Landing(None, 2)}, {})
+    assert DeltaTable(str(tmp_path / "bronze")).to_pyarrow_table().num_rows == 3
+
+
+def test_a_lost_commit_race_on_other_partitions_is_retried_with_the_same_files(tmp_path):
+    a = BronzeWriter(tmp_path / "bronze", "app")
+    b = BronzeWriter(tmp_path / "bronze", "app")
+    files = a.write_files(_rows([0, 1]))
+    b.commit(b.write_files(_rows([5])), {TopicPartition("events", 1): Landing(None, 5)}, {})
+    a.commit(files, {TP: Landing(None, 1)}, {})  # a's snapshot is stale; it re-checks and commits
+    assert a.landed(TP) == 1 and a.landed(TopicPartition("events", 1)) == 5
+
+
+def test_new_columns_are_added_with_their_field_numbers(tmp_path):
+    writer = BronzeWriter(tmp_path / "bronze", "app")
+    fields = [field_column(f) for f in load_version(2).message_class.DESCRIPTOR.fields]
+    writer.add_columns(fields)
+    known = writer.columns().columns
+    assert known["score"].arrow_type == pa.int64() and known["score"].number == 8
+    assert known["event_timestamp"].arrow_type == pa.timestamp("us", tz="UTC")
