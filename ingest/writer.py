@@ -25,7 +25,7 @@ from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction
 
 from ingest import hooks
-from ingest.columns import FIELD_NUMBER_KEY, KAFKA_COLUMNS, PARTITION_COLUMN, FieldColumn
+from ingest.columns import FIELD_NUMBER_KEY, KAFKA_COLUMNS, PARTITION_COLUMN, TIMESTAMP, FieldColumn
 from ingest.errors import ConfigError, IngestError
 from ingest.offsets import TopicPartition, txn_app_id
 from ingest.schema_guard import ColumnRegistry, KnownColumn
@@ -104,8 +104,10 @@ class BronzeWriter:
         """Write ``table`` as one parquet file per partition value; nothing is visible yet."""
         adds = []
         dates = table.column(PARTITION_COLUMN)
-        data = table.drop_columns([PARTITION_COLUMN])
-        now_ms = int(time.time() * 1000)
+        now_us = int(time.time() * 1_000_000)
+        ingested_at = pa.repeat(pa.scalar(now_us, pa.int64()), table.num_rows).cast(TIMESTAMP)
+        data = table.drop_columns([PARTITION_COLUMN]).append_column(pa.field("_ingested_at", TIMESTAMP), ingested_at)
+        now_ms = now_us // 1000
         for date in pc.unique(dates).to_pylist():
             mask = pc.equal(dates, pa.scalar(date, pa.date32())) if date is not None else pc.is_null(dates)
             part = data.filter(mask)

@@ -69,6 +69,7 @@ def test_every_column_of_every_version_is_typed_and_filled_per_version(landed):
         assert row["_schema_id"] == summary.schema_ids[event.version]
         assert row["game_name"] == event.game_name and row["gamer_id"] == event.gamer_id
         assert row["_kafka_key"] == event.gamer_id
+        assert row["_ingested_at"] >= row["_kafka_timestamp"]
         assert row["event_timestamp"] == event.event_timestamp
         assert row["event_date"] == event.event_timestamp.astimezone(dt.UTC).date()
         for name in V2 + V3:

@@ -25,7 +25,6 @@ def _rows(offsets: list[int]) -> pa.Table:
             "_kafka_timestamp": ts,
             "_kafka_key": pa.array(["k"] * n),
             "_schema_id": pa.array([1] * n, pa.int32()),
-            "_ingested_at": ts,
             "event_date": ts.cast(pa.date32()),
         }
     )
