@@ -134,7 +134,7 @@ class TopicDeadLetters:
 
         for letter in letters:
             r = letter.record
-            headers = [
+            headers: list[tuple[str, str | bytes | None]] = [
                 *(r.headers() or []),
                 ("gamelake.topic", (r.topic() or "").encode()),
                 ("gamelake.partition", str(r.partition()).encode()),

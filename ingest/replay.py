@@ -58,7 +58,9 @@ class StoredRecord:
         return [(h["key"], h["value"]) for h in self.row["_kafka_headers"] or []]
 
 
-def select(settings: IngestSettings, stage: str | None, topic: str | None, offsets: list[int] | None) -> pa.Table:
+def select(
+    settings: IngestSettings, stage: str | None, topic: str | None, offsets: list[int] | None
+) -> pa.Table:
     path = settings.dead_letters_path
     if not DeltaTable.is_deltatable(str(path)):
         raise ConfigError(f"there is no dead-letter table at {path}")
@@ -73,7 +75,9 @@ def select(settings: IngestSettings, stage: str | None, topic: str | None, offse
     return table.filter(mask)
 
 
-def _already_in_bronze(settings: IngestSettings, coordinates: set[tuple[str, int, int]]) -> set[tuple[str, int, int]]:
+def _already_in_bronze(
+    settings: IngestSettings, coordinates: set[tuple[str, int, int]]
+) -> set[tuple[str, int, int]]:
     if not coordinates or not DeltaTable.is_deltatable(str(settings.bronze_path)):
         return set()
     offsets = pa.array(sorted({o for _, _, o in coordinates}), pa.int64())
@@ -85,7 +89,12 @@ def _already_in_bronze(settings: IngestSettings, coordinates: set[tuple[str, int
             filter=ds.field("_kafka_offset").isin(offsets),
         )
     )
-    rows = zip(found["_kafka_topic"].to_pylist(), found["_kafka_partition"].to_pylist(), found["_kafka_offset"].to_pylist(), strict=True)
+    rows = zip(
+        found["_kafka_topic"].to_pylist(),
+        found["_kafka_partition"].to_pylist(),
+        found["_kafka_offset"].to_pylist(),
+        strict=True,
+    )
     return {r for r in rows if r in coordinates}
 
 
@@ -93,14 +102,23 @@ def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -
     """Re-land ``letters``; returns counts of landed, already-present and still-failing records."""
     records = [StoredRecord(row) for row in letters.to_pylist()]
     writer = BronzeWriter(settings.bronze_path, settings.app_id)
-    decoder = Decoder(RegistryClient(settings), settings.unknown_schema_retries, settings.registry_retry_backoff_s)
+    decoder = Decoder(
+        RegistryClient(settings), settings.unknown_schema_retries, settings.registry_retry_backoff_s
+    )
     decoded = decoder.decode(records, writer.columns())
     failing = Counter(d.error.stage for d in decoded.dead_letters)
-    failed_ids = {(d.record.topic(), d.record.partition(), d.record.offset()) for d in decoded.dead_letters}
+    failed_ids = {
+        (d.record.topic() or "", d.record.partition() or 0, d.record.offset() or 0)
+        for d in decoded.dead_letters
+    }
     ok = {(r.topic(), r.partition(), r.offset()) for r in records} - failed_ids
     present = _already_in_bronze(settings, ok)
-    result = {"selected": len(records), "landed": len(ok - present), "already_in_bronze": len(present),
-              "still_failing": dict(failing)}
+    result = {
+        "selected": len(records),
+        "landed": len(ok - present),
+        "already_in_bronze": len(present),
+        "still_failing": dict(failing),
+    }
     if dry_run or not ok:
         return result
     table = decoded.table
@@ -108,7 +126,10 @@ def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -
     if present:
         keys = [f"{t}:{p}:{o}" for t, p, o in present]
         coordinate = pc.binary_join_element_wise(
-            table["_kafka_topic"], table["_kafka_partition"].cast(pa.string()), table["_kafka_offset"].cast(pa.string()), ":"
+            table["_kafka_topic"],
+            table["_kafka_partition"].cast(pa.string()),
+            table["_kafka_offset"].cast(pa.string()),
+            ":",
         )
         table = table.filter(pc.invert(pc.is_in(coordinate, pa.array(keys))))
     if table.num_rows:
@@ -139,10 +160,14 @@ def _command(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from ingest.service import add_settings_arguments
 
-    parser = subparsers.add_parser("dlq", help="list dead letters or replay them into bronze without duplicates")
+    parser = subparsers.add_parser(
+        "dlq", help="list dead letters or replay them into bronze without duplicates"
+    )
     parser.add_argument("verb", choices=["list", "replay"])
     add_settings_arguments(parser)
-    parser.add_argument("--stage", help="only this failed stage: framing, schema_lookup, decode, schema_guard")
+    parser.add_argument(
+        "--stage", help="only this failed stage: framing, schema_lookup, decode, schema_guard"
+    )
     parser.add_argument("--dlq-topic", help="only dead letters from this source topic")
     parser.add_argument("--offsets", help="only these offsets, comma-separated")
     parser.add_argument("--dry-run", action="store_true", help="decode and count, land nothing")

@@ -11,6 +11,7 @@ owned partitions are re-seeked to the offsets Delta holds. doc/DESIGN.md has the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -92,7 +93,8 @@ class Service:
         except KafkaException as err:
             self.consumer.close()
             raise ConfigError(
-                f"Kafka at {self.settings.bootstrap_servers} did not answer within 15 s ({err.args[0].str()}); "
+                f"Kafka at {self.settings.bootstrap_servers} did not answer within 15 s "
+                f"({err.args[0].str()}); "
                 "check bootstrap_servers and the security settings"
             ) from None
         missing = [t for t in self.settings.topics if t not in metadata.topics]
@@ -188,14 +190,19 @@ class Service:
         tp = TopicPartition(record.topic() or "", record.partition() or 0)
         landed = self.positions.get(tp)
         gap = (
-            f"{tp}: the next offset to land, {'the start' if landed is None else landed + 1}, is no longer in "
-            f"Kafka (retention deleted records before they were landed): {record.error().str()}"
+            f"{tp}: the next offset to land, {'the start' if landed is None else landed + 1}, "
+            "is no longer in "
+            f"Kafka (retention deleted records before they were landed): {record.error()}"
         )
         metrics.EXPIRED_OFFSETS.inc()
-        log.error(json.dumps({"event": "offset_expired", "detail": gap, "policy": self.settings.on_expired_offset}))
+        log.error(
+            json.dumps({"event": "offset_expired", "detail": gap, "policy": self.settings.on_expired_offset})
+        )
         self.event_log.record(Event("offset_expired", message=gap))
         if self.settings.on_expired_offset == "fail":
-            self.fatal = OffsetExpiredError(f"{gap}; set on_expired_offset=earliest to accept the gap and go on")
+            self.fatal = OffsetExpiredError(
+                f"{gap}; set on_expired_offset=earliest to accept the gap and go on"
+            )
         else:
             self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING))
 
@@ -244,10 +251,9 @@ class Service:
             landed = self.writer.landed(tp)
             self.positions[tp] = landed
             offset = OFFSET_BEGINNING if landed is None else landed + 1
-            try:
+            # No longer assigned: the next assignment seeks to Delta's offset anyway.
+            with contextlib.suppress(KafkaException):
                 self.consumer.seek(KafkaTopicPartition(tp.topic, tp.partition, offset))
-            except KafkaException:
-                pass  # no longer assigned: the next assignment seeks to Delta's offset anyway
 
     def flush(self) -> None:
         if not self.buffer:
@@ -268,7 +274,7 @@ class Service:
         records = [
             r for r in self.buffer if TopicPartition(r.topic() or "", r.partition() or 0) in self.positions
         ]
-        decoded = self.decoder.decode(records, self.writer.columns())
+        decoded = self.decoder.decode(records, self.writer.columns())  # type: ignore[arg-type]
         decode_ms = total.ms()
         hooks.reach("decoded")
         if decoded.new_columns:
@@ -285,7 +291,8 @@ class Service:
         write_ms = write.ms()
         idle_s = time.monotonic() - self.last_poll
         if idle_s * 1000 >= 0.8 * self.settings.max_poll_interval_ms:
-            detail = f"{idle_s:.1f} s since the last poll, max.poll.interval.ms={self.settings.max_poll_interval_ms}"
+            limit = self.settings.max_poll_interval_ms
+            detail = f"{idle_s:.1f} s since the last poll, max.poll.interval.ms={limit}"
             self.event_log.record(Event("stale_batch_dropped", batch_id=batch_id, message=detail))
             self._drop("outlived_max_poll_interval", detail)
             return

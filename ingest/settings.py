@@ -82,7 +82,8 @@ class IngestSettings(BaseSettings):
     )
     app_id: str = Field(
         "gamelake-ingest",
-        description="Delta app-transaction prefix holding the offsets; keep it stable across groups and restarts.",
+        description="Delta app-transaction prefix holding the offsets; "
+        "keep it stable across groups and restarts.",
     )
 
     # Batching
@@ -95,7 +96,8 @@ class IngestSettings(BaseSettings):
     dead_letter_topic: str | None = Field(None, description="Dead-letter topic when dead_letter_sink=topic.")
     on_expired_offset: Literal["fail", "earliest"] = Field(
         "fail",
-        description="When the offset stored in Delta fell out of Kafka's retention: stop (fail) or log loudly, "
+        description="When the offset stored in Delta fell out of Kafka's retention: "
+        "stop (fail) or log loudly, "
         "record the gap in the event log and continue from the earliest offset.",
     )
 

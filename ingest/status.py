@@ -40,7 +40,9 @@ def _tables(settings: IngestSettings) -> dict[str, dict[str, Any]]:
 
 
 def _partitions(settings: IngestSettings, bronze: DeltaTable | None) -> list[dict[str, Any]]:
-    consumer = Consumer({**settings.consumer_config(), "group.id": f"{settings.group_id}-status-{uuid.uuid4().hex}"})
+    consumer = Consumer(
+        {**settings.consumer_config(), "group.id": f"{settings.group_id}-status-{uuid.uuid4().hex}"}
+    )
     try:
         metadata = consumer.list_topics(timeout=10)
         rows = []
@@ -66,7 +68,9 @@ def _partitions(settings: IngestSettings, bronze: DeltaTable | None) -> list[dic
                 )
         return rows
     except KafkaException as err:
-        raise ConfigError(f"Kafka at {settings.bootstrap_servers} did not answer: {err.args[0].str()}") from None
+        raise ConfigError(
+            f"Kafka at {settings.bootstrap_servers} did not answer: {err.args[0].str()}"
+        ) from None
     finally:
         consumer.close()
 

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Field, PostCommitHookProperties, Transaction
 from deltalake.exceptions import CommitFailedError, DeltaError
-from deltalake.transaction import AddAction
+from deltalake.transaction import AddAction, RemoveAction
 
 from ingest import hooks
 from ingest.columns import FIELD_NUMBER_KEY, KAFKA_COLUMNS, PARTITION_COLUMN, TIMESTAMP, FieldColumn
@@ -100,13 +100,15 @@ class BronzeWriter:
         """The last offset of ``tp`` stored in Delta, or None."""
         return self.refresh().transaction_version(txn_app_id(self.app_id, tp))
 
-    def write_files(self, table: pa.Table) -> list[AddAction]:
+    def write_files(self, table: pa.Table) -> list[AddAction | RemoveAction]:
         """Write ``table`` as one parquet file per partition value; nothing is visible yet."""
-        adds = []
+        adds: list[AddAction | RemoveAction] = []
         dates = table.column(PARTITION_COLUMN)
         now_us = int(time.time() * 1_000_000)
         ingested_at = pa.repeat(pa.scalar(now_us, pa.int64()), table.num_rows).cast(TIMESTAMP)
-        data = table.drop_columns([PARTITION_COLUMN]).append_column(pa.field("_ingested_at", TIMESTAMP), ingested_at)
+        data = table.drop_columns([PARTITION_COLUMN]).append_column(
+            pa.field("_ingested_at", TIMESTAMP), ingested_at
+        )
         now_ms = now_us // 1000
         for date in pc.unique(dates).to_pylist():
             mask = pc.equal(dates, pa.scalar(date, pa.date32())) if date is not None else pc.is_null(dates)
@@ -126,7 +128,10 @@ class BronzeWriter:
         return adds
 
     def commit(
-        self, adds: list[AddAction], landings: dict[TopicPartition, Landing], metadata: dict[str, str]
+        self,
+        adds: list[AddAction | RemoveAction],
+        landings: dict[TopicPartition, Landing],
+        metadata: dict[str, str],
     ) -> int:
         """Commit ``adds`` and the new offsets atomically; returns the new table version.
 

@@ -44,7 +44,7 @@ def kafka_coordinates(bootstrap: str, topic: str) -> set[tuple[int, int]]:
 
 
 def landed_coordinates(warehouse: Path, *names: str) -> list[tuple[int, int]]:
-    """(partition, offset) of every row in the given tables (default: bronze and dead letters), with repeats."""
+    """(partition, offset) of every row of the tables (default: bronze, dead letters), repeats kept."""
     out: list[tuple[int, int]] = []
     for name in names or ("game_events", "dead_letters"):
         path = warehouse / "bronze" / name
@@ -95,7 +95,9 @@ def start_service(
     )
 
 
-def run_service(env: dict[str, str], *args: str, hooks: str = "", log: Path | None = None, timeout: float = 180) -> int:
+def run_service(
+    env: dict[str, str], *args: str, hooks: str = "", log: Path | None = None, timeout: float = 180
+) -> int:
     proc = start_service(env, "--until-caught-up", *args, hooks=hooks, log=log)
     try:
         return proc.wait(timeout=timeout)
@@ -105,7 +107,9 @@ def run_service(env: dict[str, str], *args: str, hooks: str = "", log: Path | No
         raise
 
 
-def produce_raw(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int = 0) -> None:
+def produce_raw(
+    bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes | None]], partition: int = 0
+) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for key, value in records:
         producer.produce(topic, value=value, key=key, partition=partition)

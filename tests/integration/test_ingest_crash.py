@@ -28,7 +28,9 @@ def _produce(stack, topic: str) -> None:
     publish(stack.endpoints(topic), events, [1, 2, 3], partitions=6, progress=False)
     # poison spread over partitions, so dead letters are part of every crash
     for partition in range(6):
-        produce_raw(stack.bootstrap_servers, topic, [(b"p", b"junk"), (b"p", wire.frame(1, b"\xff"))], partition)
+        produce_raw(
+            stack.bootstrap_servers, topic, [(b"p", b"junk"), (b"p", wire.frame(1, b"\xff"))], partition
+        )
 
 
 @pytest.mark.parametrize("point", ["decoded", "files_written", "dead_letters_written", "delta_committed"])
@@ -40,18 +42,24 @@ def test_sigkill_at_a_named_point_then_restart_lands_everything_once(stack, fres
     bronze_dir = tmp_path / "bronze" / "game_events"
     if point == "files_written":  # the killed batch's files exist but were never committed
         on_disk = {p.relative_to(bronze_dir).as_posix() for p in bronze_dir.rglob("*.parquet")}
-        assert {n.rsplit("/", 1)[-1] for n in on_disk} - {u.rsplit("/", 1)[-1] for u in DeltaTable(str(bronze_dir)).file_uris()}
+        assert {n.rsplit("/", 1)[-1] for n in on_disk} - {
+            u.rsplit("/", 1)[-1] for u in DeltaTable(str(bronze_dir)).file_uris()
+        }
     assert run_service(env, log=tmp_path / "ingest.log") == 0
     assert_exactly_once(tmp_path, stack.bootstrap_servers, fresh_topic)
 
 
 @pytest.mark.slow
-def test_sigkill_at_random_moments_repeatedly_then_restart_lands_everything_once(stack, fresh_topic, tmp_path):
+def test_sigkill_at_random_moments_repeatedly_then_restart_lands_everything_once(
+    stack, fresh_topic, tmp_path
+):
     _produce(stack, fresh_topic)
     env = service_env(stack, fresh_topic, tmp_path, flush_rows=500)
     rng = random.Random(1234)
     for _ in range(4):
-        proc = start_service(env, hooks=f"kill-after:{rng.uniform(2.0, 5.0):.2f}", log=tmp_path / "ingest.log")
+        proc = start_service(
+            env, hooks=f"kill-after:{rng.uniform(2.0, 5.0):.2f}", log=tmp_path / "ingest.log"
+        )
         proc.wait(timeout=120)
     assert run_service(env, log=tmp_path / "ingest.log") == 0
     assert_exactly_once(tmp_path, stack.bootstrap_servers, fresh_topic)

@@ -60,7 +60,9 @@ def poisoned(stack, tmp_path_factory):
     good_id = client.get_latest_version(f"{topic}-value").schema_id
 
     def good(n: int) -> bytes:
-        return wire.frame(good_id, v2(event_id=f"good-{n}", game_name="space_raiders", score=n).SerializeToString())
+        return wire.frame(
+            good_id, v2(event_id=f"good-{n}", game_name="space_raiders", score=n).SerializeToString()
+        )
 
     type_id, type_class = _variant(stack, topic, _score_as_string)
     reuse_id, reuse_class = _variant(stack, topic, _level_renamed)
@@ -73,8 +75,12 @@ def poisoned(stack, tmp_path_factory):
         "decode:truncated": wire.frame(good_id, valid_payload[:-10]),
         "decode:invalid": wire.frame(good_id, b"\xff\xff\xff\xff\x0f\x0f"),
         "schema_lookup:unknown_id": wire.frame(987654, valid_payload),
-        "schema_guard:type_change": wire.frame(type_id, type_class(event_id="t", score="high").SerializeToString()),
-        "schema_guard:number_reuse": wire.frame(reuse_id, reuse_class(event_id="r", player_level=3).SerializeToString()),
+        "schema_guard:type_change": wire.frame(
+            type_id, type_class(event_id="t", score="high").SerializeToString()
+        ),
+        "schema_guard:number_reuse": wire.frame(
+            reuse_id, reuse_class(event_id="r", player_level=3).SerializeToString()
+        ),
     }
     records: list[tuple[bytes | None, bytes | None]] = [(b"k", good(1)), (b"k", good(2))]
     for i, value in enumerate(poison.values()):
@@ -93,7 +99,9 @@ def test_each_poison_kind_is_a_dead_letter_with_its_offset_stage_and_raw_bytes(p
         offset = 2 + 2 * i  # records[offset] is this poison
         letter = letters[offset]
         assert letter["stage"] == kind.split(":")[0], (kind, letter["error"])
-        assert letter["value"] == (value if value is not None else None) or (value == b"" and letter["value"] == b"")
+        assert letter["value"] == (value if value is not None else None) or (
+            value == b"" and letter["value"] == b""
+        )
         assert letter["_kafka_key"] == records[offset][0]
         assert letter["error"] and f"[0]@{offset}" in letter["error"]
         assert letter["dead_lettered_at"] is not None and letter["_kafka_partition"] == 0

@@ -55,7 +55,9 @@ def test_a_zombie_cannot_commit_offsets_another_instance_already_landed(stack, f
     # A long poll interval, so the lease check passes and only the Delta offset fence can stop the zombie.
     env = service_env(stack, fresh_topic, tmp_path, flush_rows=500, max_poll_interval_ms=120_000)
     hook_env = {**env, "GAMELAKE_TEST_HOOK_DIR": str(tmp_path)}
-    zombie = start_service(hook_env, "--until-caught-up", hooks="pause@files_written:12:2", log=tmp_path / "a.log")
+    zombie = start_service(
+        hook_env, "--until-caught-up", hooks="pause@files_written:12:2", log=tmp_path / "a.log"
+    )
     marker = tmp_path / "files_written.paused"
     _wait_for(marker.exists, 60, "the zombie to reach its pause")
     os.kill(zombie.pid, signal.SIGSTOP)  # no heartbeats: the group expels it after session.timeout.ms

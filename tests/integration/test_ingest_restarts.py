@@ -76,7 +76,10 @@ def _wait_rows(warehouse: Path, count: int, proc, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the service exited"
-        if DeltaTable.is_deltatable(str(warehouse / "bronze" / "game_events")) and bronze(warehouse).num_rows >= count:
+        if (
+            DeltaTable.is_deltatable(str(warehouse / "bronze" / "game_events"))
+            and bronze(warehouse).num_rows >= count
+        ):
             return
         time.sleep(0.5)
     raise AssertionError(f"bronze did not reach {count} rows")
@@ -96,7 +99,9 @@ def test_broker_stopped_and_restarted_loses_nothing(private_stack, tmp_path):
         time.sleep(4)  # the service keeps running against a dead broker
         assert proc.poll() is None
         process.start(private_stack.broker())
-        publish(private_stack.endpoints(topic), _events(2, 3000, [2, 3]), [2, 3], partitions=6, progress=False)
+        publish(
+            private_stack.endpoints(topic), _events(2, 3000, [2, 3]), [2, 3], partitions=6, progress=False
+        )
         _wait_rows(tmp_path, 6000, proc)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
@@ -118,7 +123,10 @@ def test_registry_stopped_and_restarted_no_dead_letters_for_good_records(private
         v3 = load_version(3).message_class
         v3_id = _register(private_stack, f"{topic}-value", 3)  # known to the registry, not yet to the service
         process.stop(private_stack.registry())
-        records = [(b"k", wire.frame(v3_id, v3(event_id=f"late-{i}", platform="pc").SerializeToString())) for i in range(500)]
+        records = [
+            (b"k", wire.frame(v3_id, v3(event_id=f"late-{i}", platform="pc").SerializeToString()))
+            for i in range(500)
+        ]
         produce_raw(private_stack.bootstrap_servers, topic, records, partition=2)
         time.sleep(6)  # several bounded lookup attempts fail meanwhile
         assert proc.poll() is None and bronze(tmp_path).num_rows == 2000
@@ -150,7 +158,11 @@ def _register(stack: PrivateStack, subject: str, version: int) -> int:
 
 def _dlq(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "dlq", *args], env=env, cwd=PROJECT_DIR, capture_output=True, text=True
+        [sys.executable, "-m", "ingest.cli", "dlq", *args],
+        env=env,
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
     )
 
 
@@ -161,7 +173,9 @@ def test_dlq_replay_after_the_schema_is_registered_lands_once(private_stack, tmp
     v1_id = _register(private_stack, f"{topic}-value", 1)
     future_id = v1_id + 1  # the id the registry gives the next new schema (a private registry: no one else)
     v2 = load_version(2).message_class
-    records = [(b"k", wire.frame(future_id, v2(event_id=f"e{i}", score=i).SerializeToString())) for i in range(20)]
+    records = [
+        (b"k", wire.frame(future_id, v2(event_id=f"e{i}", score=i).SerializeToString())) for i in range(20)
+    ]
     produce_raw(private_stack.bootstrap_servers, topic, records)
     env = service_env(private_stack, topic, tmp_path, unknown_schema_retries=1, registry_retry_backoff_s=0.1)
     assert run_service(env, log=tmp_path / "ingest.log") == 0

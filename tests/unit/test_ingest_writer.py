@@ -44,7 +44,9 @@ def test_a_zombie_commit_for_an_already_landed_range_is_refused(tmp_path):
     zombie = BronzeWriter(tmp_path / "bronze", "app")
     zombie_files = zombie.write_files(_rows([0, 1, 2]))
     live.commit(live.write_files(_rows([0, 1, 2])), {TP: Landing(None, 2)}, {})
-    with pytest.raises(FencedError, match=r"events\[0\]: Delta holds offset 2, this instance resumed from None"):
+    with pytest.raises(
+        FencedError, match=r"events\[0\]: Delta holds offset 2, this instance resumed from None"
+    ):
         zombie.commit(zombie_files, {TP: Landing(None, 2)}, {})
     assert DeltaTable(str(tmp_path / "bronze")).to_pyarrow_table().num_rows == 3
 

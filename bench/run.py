@@ -1,0 +1,227 @@
+"""Ingest benchmark against the real local broker: sustained throughput and produce-to-visible freshness.
+
+    python -m bench.run [--events 600000] [--instances 2] [--rate 20000] [--seconds 20]
+
+Throughput: pre-produce ``--events`` mixed v1/v2/v3 events to a 6-partition topic, then run
+``--instances`` ingest processes in one group (partitions split between them, exactly-once on,
+as in production) with ``--until-caught-up``; rows / (last commit - first assignment).
+Freshness: one ingest process runs while events are produced at ``--rate`` per second; each
+row's latency is (end of the Delta commit that made it visible) - (its Kafka timestamp).
+Results are appended to bench/results/ingest.md with machine, date and settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from confluent_kafka import Producer
+from deltalake import DeltaTable
+
+from ingest.endpoints import Endpoints
+from ingest.paths import PROJECT_DIR
+from ingest.producer.datagen import EventGenerator
+from ingest.producer.publish import ensure_topic, register_versions, schema_id_of
+from ingest.schemas import load_version
+
+RESULTS = PROJECT_DIR / "bench" / "results" / "ingest.md"
+VERSIONS = [1, 2, 3]
+
+
+def _payload_pool(endpoints: Endpoints, size: int = 3000) -> list[tuple[bytes, bytes]]:
+    """Distinct serialized events (key, framed value), cycled by the producer."""
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serializers = register_versions(endpoints, VERSIONS)
+    ctx = SerializationContext(endpoints.topic, MessageField.VALUE)
+    pool = []
+    for event in EventGenerator(["space_raiders", "kart_legends", "puzzle_pop"], VERSIONS, seed=99).events(
+        size
+    ):
+        version = load_version(event.version)
+        value = serializers[event.version](version.message_class(**event.fields(version.field_names)), ctx)
+        assert value is not None and schema_id_of(value) > 0
+        pool.append((event.gamer_id.encode(), value))
+    return pool
+
+
+def _produce(endpoints: Endpoints, pool: list[tuple[bytes, bytes]], count: int, rate: float | None) -> None:
+    producer = Producer(
+        {
+            "bootstrap.servers": endpoints.bootstrap_servers,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "compression.type": "lz4",
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    started = time.monotonic()
+    for i in range(count):
+        key, value = pool[i % len(pool)]
+        while True:
+            try:
+                producer.produce(endpoints.topic, value=value, key=key)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if rate is not None and i % 200 == 0:
+            producer.poll(0)
+            ahead = i / rate - (time.monotonic() - started)
+            if ahead > 0:
+                time.sleep(ahead)
+    producer.flush(120)
+
+
+def _env(endpoints: Endpoints, warehouse: Path, **settings: object) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GAMELAKE_INGEST_")}
+    env.update(
+        {
+            "GAMELAKE_INGEST_BOOTSTRAP_SERVERS": endpoints.bootstrap_servers,
+            "GAMELAKE_INGEST_REGISTRY_URL": endpoints.registry_url,
+            "GAMELAKE_INGEST_TOPICS": f'["{endpoints.topic}"]',
+            "GAMELAKE_INGEST_GROUP_ID": f"bench-{endpoints.topic}",
+            "GAMELAKE_INGEST_WAREHOUSE_DIR": str(warehouse),
+            "GAMELAKE_INGEST_METRICS_PORT": "0",
+            "GAMELAKE_INGEST_LOG_LEVEL": "WARNING",
+        }
+    )
+    env.update({f"GAMELAKE_INGEST_{k.upper()}": str(v) for k, v in settings.items()})
+    return env
+
+
+def _service(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "ingest.cli", "run", *args], env=env, cwd=PROJECT_DIR)
+
+
+def _event_log(warehouse: Path) -> pa.Table:
+    return DeltaTable(str(warehouse / "bronze" / "ingest_event_log")).to_pyarrow_table()
+
+
+def throughput(endpoints: Endpoints, events: int, instances: int, flush_rows: int) -> dict[str, object]:
+    ensure_topic(endpoints, 6)
+    _produce(endpoints, _payload_pool(endpoints), events, rate=None)
+    warehouse = Path(tempfile.mkdtemp(prefix="gamelake-bench-"))
+    env = _env(endpoints, warehouse, flush_rows=flush_rows, flush_interval_s=5, compact_every_commits=0)
+    procs = [_service(env, "--until-caught-up") for _ in range(instances)]
+    codes = [p.wait() for p in procs]
+    assert codes == [0] * instances, codes
+    log = _event_log(warehouse)
+    commits = log.filter(pc.equal(log["kind"], "commit"))
+    assigned = log.filter(pc.equal(log["kind"], "assigned"))
+    rows = pc.sum(commits["rows"]).as_py()
+    span = (pc.max(commits["logged_at"]).as_py() - pc.min(assigned["logged_at"]).as_py()).total_seconds()
+    landed = DeltaTable(str(warehouse / "bronze" / "game_events")).count()
+    assert rows == landed == events, (rows, landed, events)
+    return {
+        "events": events,
+        "instances": instances,
+        "seconds": round(span, 2),
+        "events_per_s": round(rows / span),
+        "commits": commits.num_rows,
+        "mean_decode_ms": round(pc.mean(commits["decode_ms"]).as_py(), 1),
+        "mean_write_ms": round(pc.mean(commits["write_ms"]).as_py(), 1),
+        "mean_commit_ms": round(pc.mean(commits["commit_ms"]).as_py(), 1),
+    }
+
+
+def freshness(
+    endpoints: Endpoints, rate: float, seconds: float, flush_interval_s: float
+) -> dict[str, object]:
+    ensure_topic(endpoints, 6)
+    pool = _payload_pool(endpoints)
+    warehouse = Path(tempfile.mkdtemp(prefix="gamelake-bench-"))
+    env = _env(
+        endpoints, warehouse, flush_interval_s=flush_interval_s, flush_rows=100_000, compact_every_commits=0
+    )
+    proc = _service(env)
+    time.sleep(4)  # assignment
+    _produce(endpoints, pool, int(rate * seconds), rate=rate)
+    time.sleep(3 * flush_interval_s + 2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    log = _event_log(warehouse)
+    commits = log.filter(pc.equal(log["kind"], "commit")).to_pylist()
+    bronze = DeltaTable(str(warehouse / "bronze" / "game_events")).to_pyarrow_table(
+        columns=["_kafka_partition", "_kafka_offset", "_kafka_timestamp"]
+    )
+    visible: dict[tuple[int, int], dt.datetime] = {}
+    for commit in commits:
+        for r in commit["partitions"]:
+            for offset in range(r["first_offset"], r["last_offset"] + 1):
+                visible[(r["partition"], offset)] = commit["logged_at"]
+    latencies = sorted(
+        (visible[(p, o)] - ts).total_seconds()
+        for p, o, ts in zip(
+            bronze["_kafka_partition"].to_pylist(),
+            bronze["_kafka_offset"].to_pylist(),
+            bronze["_kafka_timestamp"].to_pylist(),
+            strict=True,
+        )
+    )
+    n = len(latencies)
+    return {
+        "rate": rate,
+        "events": n,
+        "p50_s": round(latencies[n // 2], 3),
+        "p99_s": round(latencies[int(n * 0.99)], 3),
+        "max_s": round(latencies[-1], 3),
+        "flush_interval_s": flush_interval_s,
+    }
+
+
+def _record(results: dict[str, object], args: argparse.Namespace) -> None:
+    cpu = platform.processor() or platform.machine()
+    machine = f"{platform.node()} · {cpu} · {os.cpu_count()} cores · Python {platform.python_version()}"
+    lines = [
+        f"\n## {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        f"- machine: {machine}",
+        f"- settings: {vars(args)}",
+        *(f"- {name}: {value}" for name, value in results.items()),
+    ]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    with open(RESULTS, "a") as out:
+        out.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="bench.run")
+    parser.add_argument("--events", type=int, default=600_000)
+    parser.add_argument("--instances", type=int, default=2)
+    parser.add_argument("--flush-rows", type=int, default=100_000)
+    parser.add_argument("--rate", type=float, default=20_000)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--flush-interval-s", type=float, default=0.5)
+    args = parser.parse_args()
+    base = Endpoints.from_env()
+    results = {
+        "throughput": throughput(
+            Endpoints(base.bootstrap_servers, base.registry_url, f"bench-tp-{uuid.uuid4().hex[:8]}"),
+            args.events,
+            args.instances,
+            args.flush_rows,
+        ),
+        "freshness": freshness(
+            Endpoints(base.bootstrap_servers, base.registry_url, f"bench-fr-{uuid.uuid4().hex[:8]}"),
+            args.rate,
+            args.seconds,
+            args.flush_interval_s,
+        ),
+    }
+    _record(results, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
