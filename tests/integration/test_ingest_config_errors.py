@@ -1,0 +1,46 @@
+"""Bad or odd configuration gets a one-line error and exit code 1, never a traceback or a secret."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ingest.paths import PROJECT_DIR
+from tests.integration.ingest_support import service_env
+
+pytestmark = pytest.mark.integration
+
+
+def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ingest.cli", "run", "--until-caught-up"],
+        env={**env, "GAMELAKE_INGEST_SASL_PASSWORD": "s3cret-pw"},
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"GAMELAKE_INGEST_BOOTSTRAP_SERVERS": "localhost:1"}, "did not answer within 15 s"),
+        ({"GAMELAKE_INGEST_REGISTRY_URL": "http://localhost:8081/not-a-registry"}, "does not answer like a Schema"),
+        ({"GAMELAKE_INGEST_REGISTRY_URL": "http://localhost:1"}, "is not reachable"),
+        ({"GAMELAKE_INGEST_WAREHOUSE_DIR": "/proc/gamelake"}, "cannot use /proc/gamelake"),
+        ({"GAMELAKE_INGEST_FLUSH_ROWS": "-5"}, "flush_rows"),
+        ({"GAMELAKE_INGEST_TOPICS": '["no-such-topic-xyz"]'}, "do not exist"),
+        ({"GAMELAKE_INGEST_KAFKA": '{"group.id": "sneaky"}'}, "set by the service itself"),
+    ],
+)
+def test_bad_configuration_is_a_clear_error(stack, fresh_topic, tmp_path, override, message):
+    from ingest.producer.publish import ensure_topic
+
+    ensure_topic(stack.endpoints(fresh_topic), 1)
+    result = _run({**service_env(stack, fresh_topic, tmp_path), **override})
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert "s3cret-pw" not in result.stderr + result.stdout
