@@ -85,3 +85,41 @@ def test_each_commit_is_in_the_event_log_and_nothing_dead_lettered(landed):
     assert sum(e["rows"] for e in commits) == COUNT
     assert all(e["partitions"] and e["schema_ids"] for e in commits)
     assert table(warehouse, "dead_letters").num_rows == 0
+
+
+def test_status_reports_tables_offsets_lag_and_schema_ids(landed, stack):
+    import json
+    import subprocess
+    import sys
+
+    from ingest.paths import PROJECT_DIR
+
+    topic, warehouse, _, summary = landed
+    env = service_env(stack, topic, warehouse)
+    out = subprocess.run(
+        [sys.executable, "-m", "ingest.cli", "status", "--json"], env=env, cwd=PROJECT_DIR, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["tables"]["bronze"]["rows"] == COUNT
+    assert report["tables"]["dead_letters"]["path"].endswith("bronze/dead_letters")
+    assert sorted(report["schema_ids"]) == sorted(summary.schema_ids.values())
+    partitions = report["partitions"]
+    assert len(partitions) == 6 and all(p["lag"] == 0 for p in partitions)
+    assert sum(p["landed_offset"] + 1 for p in partitions) == COUNT
+
+
+def test_spark_with_delta_reads_bronze_as_written(landed):
+    from ingest.spark import local_session
+
+    _, warehouse, events, _ = landed
+    spark = local_session(warehouse / "spark-check")
+    frame = spark.read.format("delta").load(str(warehouse / "bronze" / "game_events"))
+    assert frame.count() == COUNT
+    types = dict(frame.dtypes)
+    assert types["event_timestamp"] == "timestamp" and types["score"] == "bigint" and types["level"] == "int"
+    assert types["event_date"] == "date" and types["_kafka_offset"] == "bigint"
+    by_version = {r["_schema_id"]: r["n"] for r in frame.groupBy("_schema_id").count().withColumnRenamed("count", "n").collect()}
+    assert sum(by_version.values()) == COUNT and len(by_version) == 3
+    v1_rows = frame.where("score is not null and session_id is null").count()
+    assert v1_rows == 0
