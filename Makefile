@@ -68,6 +68,7 @@ lint: setup ## ruff, mypy on ingest/, sqlfluff on models and macros
 	$(BIN)/ruff check ingest tests bench
 	$(BIN)/ruff format --check ingest tests bench
 	$(BIN)/mypy
+	$(BIN)/sqlfluff lint models macros data-tests
 
 bench: setup ## Run the benchmarks and record results under bench/results
 	$(BIN)/python -m bench.run
@@ -80,3 +81,29 @@ lock: $(STAMP) ## Re-freeze constraints.txt from the current venv
 
 clean: stack-down ## Remove local state (stack data, warehouse); keeps the venv and jar cache
 	rm -rf .stack warehouse target logs
+
+# --- dbt (analytics engineers) -------------------------------------------------
+.PHONY: games dbt-build dbt-test lint-sql cluster-up cluster-down dbt-build-cluster
+
+games: setup ## After editing seeds/games.csv: validate it and generate the per-game dbt models
+	$(BIN)/ingest games sync
+
+dbt-build: setup ## dbt seed + build (silver, gold, tests) on the embedded Spark; refuses a stale games seed
+	$(BIN)/ingest games sync --check
+	$(BIN)/dbt build
+
+dbt-test: setup ## dbt unit and data tests only
+	$(BIN)/dbt test
+
+lint-sql: setup ## sqlfluff on models and macros (the SQL the macros render)
+	$(BIN)/sqlfluff lint models macros data-tests
+
+cluster-up: setup ## Start a Spark standalone master + worker + Thrift Server on loopback
+	$(BIN)/python -m ingest.localstack.spark_cluster up
+
+cluster-down: ## Stop the local Spark cluster (idempotent)
+	$(BIN)/python -m ingest.localstack.spark_cluster down
+
+dbt-build-cluster: cluster-up ## dbt build against the Spark cluster (target cluster, thrift)
+	$(BIN)/ingest games sync --check
+	$(BIN)/dbt build --target cluster

@@ -11,7 +11,7 @@
     {%- endif -%}
     {%- set known = _bronze_event_columns() -%}
     {%- set known_names = known | map(attribute='bronze') | list -%}
-with source as (
+with bronze_game_events as (
     select * from {{ source_relation }}
 ),
 
@@ -30,7 +30,7 @@ renamed as (
         concat_ws(
             ':', _kafka_topic, cast(_kafka_partition as string), cast(_kafka_offset as string)
         ) as bronze_row_key
-    from source
+    from bronze_game_events
 )
 
 select * from renamed

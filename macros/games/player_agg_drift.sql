@@ -1,6 +1,12 @@
 {#- For every game: gamers whose gold_<game>_player_agg row differs from the
     same aggregate recomputed over all of silver_<game>. Empty when exact. -#}
 {% macro player_agg_drift() %}
+    {%- if gamelake_games() | length == 0 %}
+select
+    cast(null as string) as game_slug,
+    cast(null as string) as gamer_id
+where false
+    {%- endif %}
     {%- for game_slug in gamelake_games() %}
     {{- assert_game_slug(game_slug) }}
     {%- if not loop.first %}
@@ -8,7 +14,7 @@ union all
     {% endif %}
 select
     '{{ game_slug }}' as game_slug,
-    coalesce(recomputed.gamer_id, stored.gamer_id) as gamer_id
+    coalesce(recomputed.gamer_id, previous_totals.gamer_id) as gamer_id
 from (
     select
         gamer_id,
@@ -21,14 +27,14 @@ from (
     from {{ ref('silver_' ~ game_slug) }}
     group by gamer_id
 ) as recomputed
-full outer join {{ ref('gold_' ~ game_slug ~ '_player_agg') }} as stored
-    on recomputed.gamer_id = stored.gamer_id
+full outer join {{ ref('gold_' ~ game_slug ~ '_player_agg') }} as previous_totals
+    on recomputed.gamer_id = previous_totals.gamer_id
 where
-    not (recomputed.event_count <=> stored.event_count)
-    or not (recomputed.session_count <=> stored.session_count)
-    or not (recomputed.purchase_count <=> stored.purchase_count)
-    or not (recomputed.best_score <=> stored.best_score)
-    or not (recomputed.first_event_at <=> stored.first_event_at)
-    or not (recomputed.last_event_at <=> stored.last_event_at)
+    not (recomputed.event_count <=> previous_totals.event_count)
+    or not (recomputed.session_count <=> previous_totals.session_count)
+    or not (recomputed.purchase_count <=> previous_totals.purchase_count)
+    or not (recomputed.best_score <=> previous_totals.best_score)
+    or not (recomputed.first_event_at <=> previous_totals.first_event_at)
+    or not (recomputed.last_event_at <=> previous_totals.last_event_at)
     {%- endfor %}
 {%- endmacro %}

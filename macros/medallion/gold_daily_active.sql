@@ -4,6 +4,7 @@
     merges them by event_date. -#}
 {% macro gold_daily_active(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
+    {{- config(unique_key='event_date') -}}
 with silver_events as (
     select * from {{ ref('silver_' ~ game_slug) }}
 ),

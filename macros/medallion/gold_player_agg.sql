@@ -5,6 +5,7 @@
     and silver holds each event once, so it counts sessions, not events. -#}
 {% macro gold_player_agg(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
+    {{- config(unique_key='gamer_id') -}}
     {%- set counts = ['event_count', 'session_count', 'match_count', 'purchase_count',
                       'achievement_count', 'level_up_count', 'total_session_ms'] -%}
 with silver_events as (
@@ -41,7 +42,7 @@ batch as (
 
 {%- if is_incremental() %}
 
-stored as (
+previous_totals as (
     select * from {{ this }}
     where gamer_id in (select batch.gamer_id from batch)
 ),
@@ -50,16 +51,16 @@ merged as (
     select
         batch.gamer_id,
         {%- for column in counts %}
-        batch.{{ column }} + coalesce(stored.{{ column }}, 0) as {{ column }},
+        batch.{{ column }} + coalesce(previous_totals.{{ column }}, 0) as {{ column }},
         {%- endfor %}
-        greatest(batch.best_score, stored.best_score) as best_score,
-        greatest(batch.max_level, stored.max_level) as max_level,
-        least(batch.first_event_at, stored.first_event_at) as first_event_at,
-        greatest(batch.last_event_at, stored.last_event_at) as last_event_at,
-        greatest(batch.silver_loaded_at, stored.silver_loaded_at) as silver_loaded_at
+        greatest(batch.best_score, previous_totals.best_score) as best_score,
+        greatest(batch.max_level, previous_totals.max_level) as max_level,
+        least(batch.first_event_at, previous_totals.first_event_at) as first_event_at,
+        greatest(batch.last_event_at, previous_totals.last_event_at) as last_event_at,
+        greatest(batch.silver_loaded_at, previous_totals.silver_loaded_at) as silver_loaded_at
     from batch
-    left join stored
-        on batch.gamer_id = stored.gamer_id
+    left join previous_totals
+        on batch.gamer_id = previous_totals.gamer_id
 ),
 {%- else %}
 

@@ -1,0 +1,303 @@
+"""Helpers for the dbt tests: a private copy of the dbt project, bronze rows, and the expected results.
+
+Expectations are computed here in plain Python over the rows the test wrote, independently
+of the dbt models, so a model bug cannot hide behind a shared helper.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import json
+import random
+import re
+import shutil
+import socketserver
+import subprocess
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ingest.paths import PROJECT_DIR
+
+DBT_PROJECT_FILES = ["dbt_project.yml", "models", "macros", "data-tests", "seeds", "profiles"]
+EVENT_TYPES = [
+    "session_start",
+    "session_end",
+    "match_start",
+    "match_end",
+    "level_up",
+    "purchase",
+    "achievement",
+]
+SEED_HEADER = "game_slug,display_name,is_active,studio,genre,platforms,launch_date"
+DROP_REASONS = ("has_event_id", "has_gamer_id", "has_event_time", "known_event_type", "not_from_the_future")
+MAX_FUTURE = timedelta(minutes=1440)
+
+
+def copy_project(target: Path) -> Path:
+    """A private copy of the dbt project (tests change the seed; the real one stays untouched)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in DBT_PROJECT_FILES:
+        source = PROJECT_DIR / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("target", "logs"))
+        else:
+            shutil.copy2(source, target / name)
+    return target
+
+
+def write_seed(project: Path, games: dict[str, bool]) -> None:
+    lines = [SEED_HEADER]
+    lines += [
+        f"{slug},{slug.replace('_', ' ').title()},{str(active).lower()},Test Studio,arcade,pc,2024-01-01"
+        for slug, active in games.items()
+    ]
+    (project / "seeds" / "games.csv").write_text("\n".join(lines) + "\n")
+
+
+@dataclass
+class BronzeWriter:
+    """Writes bronze rows shaped like the ingest service's, schema version by version."""
+
+    rng: random.Random
+    offset: int = 0
+
+    def event(
+        self, game: str, version: int, ingested_at: datetime, gamers: int = 12, **overrides: Any
+    ) -> dict[str, Any]:
+        """One event of ``game`` in schema ``version``, from one of the first ``gamers`` gamers."""
+        self.offset += 1
+        event_at = ingested_at - timedelta(seconds=self.rng.randint(1, 3600))
+        row: dict[str, Any] = {
+            "event_id": f"ev-{self.offset:06d}",
+            "game_name": game,
+            "gamer_id": f"gamer-{self.rng.randint(1, gamers):02d}",
+            "event_type": self.rng.choice(EVENT_TYPES),
+            "event_timestamp": event_at,
+            "device_id": f"dev-{self.rng.randint(1, 5)}",
+        }
+        if version >= 2:
+            row |= {
+                "session_id": f"s-{self.rng.randint(1, 40)}",
+                "score": self.rng.randint(0, 5000),
+                "level": self.rng.randint(1, 60),
+            }
+        if version >= 3:
+            row |= {"duration_ms": self.rng.randint(1000, 900000), "platform": "pc", "region": "eu"}
+        if version >= 4:
+            row |= {
+                "client_build": "4.1.0",
+                "is_ranked": self.rng.random() < 0.5,
+                "network_latency_ms": self.rng.uniform(5, 200),
+            }
+        row |= {
+            "_kafka_topic": "game-events",
+            "_kafka_partition": self.offset % 3,
+            "_kafka_offset": self.offset,
+            "_kafka_timestamp": ingested_at,
+            "_kafka_key": row["gamer_id"],
+            "_schema_id": version,
+            "_ingested_at": ingested_at,
+        }
+        row |= overrides
+        row["event_date"] = row["event_timestamp"].date() if row["event_timestamp"] else ingested_at.date()
+        return row
+
+    def retry(self, original: dict[str, Any], ingested_at: datetime) -> dict[str, Any]:
+        """The same event landed again by a producer retry: new Kafka coordinates, later ingestion."""
+        self.offset += 1
+        return original | {
+            "_kafka_partition": self.offset % 3,
+            "_kafka_offset": self.offset,
+            "_kafka_timestamp": ingested_at,
+            "_ingested_at": ingested_at,
+        }
+
+
+def append_bronze(spark: Any, path: Path, rows: list[dict[str, Any]], schema: str) -> None:
+    """Append rows to the bronze Delta table with schema evolution, as the ingest service does."""
+    frame = spark.createDataFrame(rows, schema=schema)
+    (
+        frame.write.format("delta")
+        .mode("append")
+        .option("mergeSchema", "true")
+        .partitionBy("event_date")
+        .save(str(path))
+    )
+
+
+V1 = (
+    "event_id string, game_name string, gamer_id string, event_type string, event_timestamp timestamp, "
+    "device_id string"
+)
+V2 = V1 + ", session_id string, score bigint, level int"
+V3 = V2 + ", duration_ms bigint, platform string, region string"
+V4 = V3 + ", client_build string, is_ranked boolean, network_latency_ms double"
+LINEAGE = (
+    "_kafka_topic string, _kafka_partition int, _kafka_offset bigint, _kafka_timestamp timestamp, "
+    "_kafka_key string, _schema_id int, _ingested_at timestamp, event_date date"
+)
+
+
+def schema_for(version: int, extra: str = "") -> str:
+    columns = {1: V1, 2: V2, 3: V3, 4: V4}[version] + ", " + LINEAGE
+    return columns + (", " + extra if extra else "")
+
+
+def failed_drop_rules(row: dict[str, Any]) -> list[str]:
+    failed = []
+    if not row.get("event_id"):
+        failed.append("has_event_id")
+    if not row.get("gamer_id"):
+        failed.append("has_gamer_id")
+    if row.get("event_timestamp") is None:
+        failed.append("has_event_time")
+    if row.get("event_type") not in EVENT_TYPES:
+        failed.append("known_event_type")
+    if row.get("event_timestamp") is not None and row["event_timestamp"] > row["_ingested_at"] + MAX_FUTURE:
+        failed.append("not_from_the_future")
+    return failed
+
+
+def expected_silver(rows: list[dict[str, Any]], game: str) -> dict[str, dict[str, Any]]:
+    """event_id -> the first landed valid copy, for one game."""
+    kept: dict[str, dict[str, Any]] = {}
+    order = lambda r: (r["_ingested_at"], r["_kafka_partition"], r["_kafka_offset"])  # noqa: E731
+    for row in rows:
+        if row["game_name"] != game or failed_drop_rules(row):
+            continue
+        current = kept.get(row["event_id"])
+        if current is None or order(row) < order(current):
+            kept[row["event_id"]] = row
+    return kept
+
+
+def expected_player_agg(silver: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    players: dict[str, dict[str, Any]] = {}
+    for row in silver.values():
+        p = players.setdefault(
+            row["gamer_id"],
+            defaultdict(int, best_score=None, max_level=None, first_event_at=None, last_event_at=None),
+        )
+        p["event_count"] += 1
+        p["session_count"] += row["event_type"] == "session_start"
+        p["match_count"] += row["event_type"] == "match_start"
+        p["purchase_count"] += row["event_type"] == "purchase"
+        p["achievement_count"] += row["event_type"] == "achievement"
+        p["level_up_count"] += row["event_type"] == "level_up"
+        if row["event_type"] == "session_end":
+            p["total_session_ms"] += row.get("duration_ms") or 0
+        for key, column in (("best_score", "score"), ("max_level", "level")):
+            if row.get(column) is not None:
+                p[key] = row[column] if p[key] is None else max(p[key], row[column])
+        at = row["event_timestamp"]
+        p["first_event_at"] = at if p["first_event_at"] is None else min(p["first_event_at"], at)
+        p["last_event_at"] = at if p["last_event_at"] is None else max(p["last_event_at"], at)
+    return {gamer: dict(p) for gamer, p in players.items()}
+
+
+def expected_daily_active(silver: dict[str, dict[str, Any]]) -> dict[Any, dict[str, int]]:
+    days: dict[Any, dict[str, Any]] = {}
+    for row in silver.values():
+        d = days.setdefault(row["event_date"], {"players": set(), "payers": set(), "events": 0})
+        d["players"].add(row["gamer_id"])
+        if row["event_type"] == "purchase":
+            d["payers"].add(row["gamer_id"])
+        d["events"] += 1
+    return {
+        day: {
+            "active_players": len(d["players"]),
+            "paying_players": len(d["payers"]),
+            "event_count": d["events"],
+        }
+        for day, d in days.items()
+    }
+
+
+def expected_quarantine(rows: list[dict[str, Any]], known_games: set[str]) -> dict[str, list[str]]:
+    """quarantine_id (topic:partition:offset) -> reasons."""
+    out = {}
+    for row in rows:
+        reasons = ([] if row["game_name"] in known_games else ["unknown_game"]) + failed_drop_rules(row)
+        if reasons:
+            out[f"{row['_kafka_topic']}:{row['_kafka_partition']}:{row['_kafka_offset']}"] = reasons
+    return out
+
+
+CHROMIUM_INSTALL = [
+    "sh",
+    "-c",
+    "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium",
+]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+# Loads the docs site in a same-origin iframe, waits until its cytoscape lineage graph has
+# nodes, and writes the graph's nodes and edges into this page, which Chromium then dumps.
+LINEAGE_PROBE = """<!doctype html>
+<html><body><pre id="lineage">pending</pre>
+<iframe id="docs" src="index.html#!/overview?g_v=1" style="width:1600px;height:1000px"></iframe>
+<script>
+function probe() {
+  const doc = document.getElementById("docs").contentDocument;
+  const host = doc && Array.from(doc.querySelectorAll("*")).find((el) => el._cyreg && el._cyreg.cy);
+  if (!host || host._cyreg.cy.nodes().length === 0) { setTimeout(probe, 200); return; }
+  const cy = host._cyreg.cy;
+  document.getElementById("lineage").textContent = JSON.stringify({
+    nodes: cy.nodes().map((n) => n.id()),
+    edges: cy.edges().map((e) => [e.source().id(), e.target().id()]),
+  });
+}
+probe();
+</script></body></html>
+"""
+
+
+def ensure_chromium() -> str:
+    """The chromium binary; installs Debian's chromium package when missing (as .ci/run does)."""
+    found = shutil.which("chromium")
+    if found is None:
+        subprocess.run(CHROMIUM_INSTALL, check=True, timeout=900)
+        found = shutil.which("chromium")
+    assert found, "chromium is not installed and could not be installed with apt-get"
+    return found
+
+
+def docs_lineage(site: Path, profile_dir: Path) -> dict[str, list[Any]]:
+    """Serve the generated docs site on loopback, load it in headless Chromium, read the lineage graph."""
+    chromium = ensure_chromium()
+    (site / "lineage_probe.html").write_text(LINEAGE_PROBE)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    with socketserver.TCPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{server.server_address[1]}/lineage_probe.html"
+        proc = subprocess.run(
+            [
+                chromium,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile_dir}",
+                "--virtual-time-budget=60000",
+                "--dump-dom",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        server.shutdown()
+    match = re.search(r'<pre id="lineage">(.*?)</pre>', proc.stdout, re.S)
+    assert match and match.group(1) != "pending", f"lineage graph did not render: {proc.stderr[-2000:]}"
+    return json.loads(html.unescape(match.group(1)))

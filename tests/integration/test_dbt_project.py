@@ -1,0 +1,320 @@
+"""The dbt project end to end on real Spark + Delta: seed, build, incremental runs, a new game, docs.
+
+One Spark session and one private warehouse for the module; the steps build on each other
+(they are one story: first load, incremental load with schema evolution and late duplicates,
+a new game), so each test asserts one stage of the same warehouse. Every expected value is
+computed in Python from the bronze rows this module wrote (tests/integration/dbt_support.py).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingest import games
+from tests.integration import dbt_support as support
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ACTIVE, INACTIVE, UNKNOWN, NEW_GAME = "alpha", "gamma", "ghost", "delta_dash"
+PAUSED = "beta"  # active for the first run, paused for the second, back for the third
+
+
+class Lake:
+    """The module's warehouse: a project copy, a Spark session, the bronze rows written so far."""
+
+    def __init__(self, root: Path, spark: Any) -> None:
+        self.project = support.copy_project(root / "project")
+        self.spark = spark
+        self.bronze_path = root / "warehouse" / "bronze" / "game_events"
+        self.rows: list[dict[str, Any]] = []
+        self.quarantine: dict[str, list[str]] = {}
+        self.timings: dict[str, float] = {}
+
+    def set_games(self, registry: dict[str, bool]) -> None:
+        support.write_seed(self.project, registry)
+        games.sync(self.project)
+        self.registry = registry
+
+    def land(self, rows: list[dict[str, Any]], schema: str) -> None:
+        support.append_bronze(self.spark, self.bronze_path, rows, schema)
+        self.rows += rows
+
+    def dbt(self, *args: str, expect_success: bool = True) -> Any:
+        from dbt.cli.main import dbtRunner
+
+        started = time.monotonic()
+        result = dbtRunner().invoke(
+            [
+                *args,
+                "--project-dir",
+                str(self.project),
+                "--profiles-dir",
+                str(self.project / "profiles"),
+                "--target",
+                "local",
+            ]
+        )
+        self.timings[" ".join(args)] = time.monotonic() - started
+        failed = [
+            f"{r.node.name}: {r.status} {r.message}"
+            for r in getattr(result.result, "results", []) or []
+            if str(r.status) in ("error", "fail")
+        ]
+        assert result.success is expect_success, f"dbt {' '.join(args)}: {result.exception or failed}"
+        return result
+
+    def build(self, label: str) -> Any:
+        started = time.monotonic()
+        result = self.dbt("build")
+        self.timings[label] = time.monotonic() - started
+        # quarantine is insert-only: each run adds the new rejects, judged with that run's seed
+        known = set(self.registry)
+        for key, reasons in support.expected_quarantine(self.rows, known).items():
+            self.quarantine.setdefault(key, reasons)
+        return result
+
+    def table(self, name: str) -> list[dict[str, Any]]:
+        return [row.asDict() for row in self.spark.table(name).collect()]
+
+    def columns(self, name: str) -> list[str]:
+        return self.spark.table(name).columns
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
+    from ingest.spark import local_session
+
+    root = tmp_path_factory.mktemp("dbt")
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("GAMELAKE_BRONZE_PATH", "GAMELAKE_DBT_TARGET", "GAMELAKE_DBT_SCHEMA"):
+            env.delenv(name, raising=False)
+        env.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+        spark = local_session(root / "warehouse")
+        lake = Lake(root, spark)
+        try:
+            yield lake
+        finally:
+            print("\ndbt timings (s):", {k: round(v, 1) for k, v in lake.timings.items()})
+            spark.stop()
+
+
+# Fixed reference times: batch one three days ago, batch two now (beyond the 60 min lookback).
+NOW = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+BATCH_ONE_AT = NOW - timedelta(days=3)
+BATCH_TWO_AT = NOW - timedelta(minutes=30)
+
+
+def _spread(start: datetime, index: int) -> datetime:
+    return start + timedelta(seconds=7 * index)
+
+
+@pytest.fixture(scope="module")
+def writer() -> support.BronzeWriter:
+    return support.BronzeWriter(random.Random(20240501))
+
+
+def assert_silver_exact(lake: Lake, game: str) -> dict[str, dict[str, Any]]:
+    expected = support.expected_silver([r for r in lake.rows if not r.get("_planted")], game)
+    actual = {row["event_id"]: row for row in lake.table(f"silver.silver_{game}")}
+    assert set(actual) == set(expected), f"silver_{game}: event ids differ"
+    for event_id, want in expected.items():
+        got = actual[event_id]
+        assert (got["kafka_partition"], got["kafka_offset"]) == (
+            want["_kafka_partition"],
+            want["_kafka_offset"],
+        ), f"silver_{game} {event_id}: kept a retry instead of the first landed copy"
+        for bronze, silver in (
+            ("gamer_id", "gamer_id"),
+            ("event_type", "event_type"),
+            ("score", "score"),
+            ("level", "level"),
+            ("duration_ms", "duration_ms"),
+            ("client_build", "client_build"),
+            ("event_timestamp", "event_at"),
+        ):
+            assert got[silver] == want.get(bronze), f"silver_{game} {event_id}.{silver}"
+    return expected
+
+
+def assert_gold_exact(lake: Lake, game: str, silver: dict[str, dict[str, Any]]) -> None:
+    players = {row["gamer_id"]: row for row in lake.table(f"gold.gold_{game}_player_agg")}
+    expected = support.expected_player_agg(silver)
+    assert set(players) == set(expected), f"gold_{game}_player_agg: gamers differ"
+    for gamer, want in expected.items():
+        got = players[gamer]
+        for column, value in want.items():
+            assert got[column] == value, f"gold_{game}_player_agg {gamer}.{column}: {got[column]} != {value}"
+    days = {row["event_date"]: row for row in lake.table(f"gold.gold_{game}_daily_active")}
+    expected_days = support.expected_daily_active(silver)
+    assert set(days) == set(expected_days), f"gold_{game}_daily_active: dates differ"
+    for day, want in expected_days.items():
+        for column, value in want.items():
+            assert days[day][column] == value, f"gold_{game}_daily_active {day}.{column}"
+
+
+def test_first_build_of_v1_bronze_is_exact(lake: Lake, writer: support.BronzeWriter) -> None:
+    lake.set_games({ACTIVE: True, PAUSED: True, INACTIVE: False})
+    rows = []
+    for i in range(150):
+        game = [ACTIVE, ACTIVE, PAUSED, INACTIVE, UNKNOWN, NEW_GAME][i % 6]
+        rows.append(writer.event(game, 1, _spread(BATCH_ONE_AT, i)))
+    rows += [writer.retry(rows[i], _spread(BATCH_ONE_AT, 200 + i)) for i in range(0, 30, 3)]  # retries
+    rows.append(writer.event(ACTIVE, 1, _spread(BATCH_ONE_AT, 300), gamer_id=None))
+    rows.append(writer.event(ACTIVE, 1, _spread(BATCH_ONE_AT, 301), event_type="teleport"))
+    rows.append(
+        writer.event(PAUSED, 1, _spread(BATCH_ONE_AT, 302), event_timestamp=BATCH_ONE_AT + timedelta(days=2))
+    )
+    lake.land(rows, support.schema_for(1))
+
+    lake.build("full build")
+
+    for game in (ACTIVE, PAUSED):
+        assert_gold_exact(lake, game, assert_silver_exact(lake, game))
+    for table in (f"silver.silver_{INACTIVE}", f"gold.gold_{INACTIVE}_player_agg"):
+        assert lake.table(table) == [], f"{table}: an inactive game gets a table but no rows"
+    assert "session_id" in lake.columns(f"silver.silver_{ACTIVE}"), "v2+ columns exist as typed nulls"
+    quarantine = {row["quarantine_id"]: row["reasons"] for row in lake.table("silver.silver_quarantine")}
+    assert quarantine == lake.quarantine
+    assert any("unknown_game" in r for r in quarantine.values()) and any(
+        "has_gamer_id" in r for r in quarantine.values()
+    )
+
+
+def test_incremental_run_takes_new_versions_and_late_duplicates(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    before = {row["event_id"]: row for row in lake.table(f"silver.silver_{ACTIVE}")}
+    players_before = {row["gamer_id"]: row for row in lake.table(f"gold.gold_{ACTIVE}_player_agg")}
+    paused_before = sorted(lake.table(f"silver.silver_{PAUSED}"), key=lambda r: r["event_id"])
+    lake.set_games({ACTIVE: True, PAUSED: False, INACTIVE: False})
+
+    # a row stamped long before silver's high-water mark minus the lookback: an incremental
+    # run must not see it, proving it reads only the new window and never rescans bronze
+    planted = writer.event(ACTIVE, 1, BATCH_ONE_AT - timedelta(days=1)) | {"_planted": True}
+    lake.land([{k: v for k, v in planted.items() if k != "_planted"}], support.schema_for(1))
+    lake.rows[-1]["_planted"] = True
+    retries = [writer.retry(r, _spread(BATCH_TWO_AT, i)) for i, r in enumerate(lake.rows[:40:4])]
+    lake.land(retries, support.schema_for(1))
+    new_rows: list[dict[str, Any]] = []
+    for version in (2, 3, 4):
+        batch = [
+            writer.event(
+                [ACTIVE, ACTIVE, PAUSED, UNKNOWN][i % 4],
+                version,
+                _spread(BATCH_TWO_AT, 100 * version + i),
+                gamers=6,
+            )
+            for i in range(40)
+        ]
+        lake.land(batch, support.schema_for(version))
+        new_rows += batch
+    future = [
+        writer.event(ACTIVE, 4, _spread(BATCH_TWO_AT, 900 + i), gamers=6) | {"party_size": 2 + i}
+        for i in range(6)
+    ]
+    lake.land(future, support.schema_for(4, "party_size bigint"))  # a column no schema version knows yet
+    new_rows += future
+
+    lake.build("incremental build")
+
+    silver = assert_silver_exact(lake, ACTIVE)
+    assert_gold_exact(lake, ACTIVE, silver)
+    after = {row["event_id"]: row for row in lake.table(f"silver.silver_{ACTIVE}")}
+    assert planted["event_id"] not in after, "an incremental run read bronze outside its window"
+    fresh = set(after) - set(before)
+    assert fresh == {r["event_id"] for r in new_rows if r["game_name"] == ACTIVE}, (
+        "late duplicates re-inserted"
+    )
+    for event_id, row in before.items():
+        assert after[event_id]["silver_loaded_at"] == row["silver_loaded_at"], "a loaded row was rewritten"
+    history = lake.spark.sql(f"describe history silver.silver_{ACTIVE} limit 1").collect()[0]
+    assert int(history["operationMetrics"]["numOutputRows"]) == len(fresh), (
+        "the run wrote more than the new rows"
+    )
+    touched = {r["gamer_id"] for r in new_rows if r["game_name"] == ACTIVE}
+    players = {row["gamer_id"]: row for row in lake.table(f"gold.gold_{ACTIVE}_player_agg")}
+    untouched = [g for g in players_before if g not in touched]
+    assert untouched, "the data should leave some gamers untouched by the second batch"
+    for gamer in untouched:
+        assert players[gamer]["updated_at"] == players_before[gamer]["updated_at"], (
+            "gold merged an untouched gamer"
+        )
+
+    # schema evolution without full refresh: v2-v4 values arrive, the unknown column is appended
+    assert "party_size" in lake.columns(f"silver.silver_{ACTIVE}")
+    sizes = {r["event_id"]: r["party_size"] for r in lake.table(f"silver.silver_{ACTIVE}")}
+    assert {e: sizes[e] for e in sizes if sizes[e] is not None} == {
+        r["event_id"]: r["party_size"] for r in future if r["event_id"] in silver
+    }
+    paused_after = sorted(lake.table(f"silver.silver_{PAUSED}"), key=lambda r: r["event_id"])
+    assert paused_after == paused_before, "a paused game's silver changed"
+    quarantine = {row["quarantine_id"]: row["reasons"] for row in lake.table("silver.silver_quarantine")}
+    assert quarantine == lake.quarantine
+
+
+def test_adding_a_game_creates_its_tables_and_backfills(lake: Lake) -> None:
+    lake.set_games({ACTIVE: True, PAUSED: True, INACTIVE: False, NEW_GAME: True})
+    assert (lake.project / "models" / "silver" / "games" / f"silver_{NEW_GAME}.sql").is_file()
+
+    lake.build("build after adding a game")
+
+    for game in (NEW_GAME, PAUSED, ACTIVE):  # the new game from all of bronze; the resumed one catches up
+        assert_gold_exact(lake, game, assert_silver_exact(lake, game))
+    union = lake.table("gold.gold_all_games_player_agg")
+    assert {row["game_slug"] for row in union} == {ACTIVE, PAUSED, NEW_GAME}
+    per_game = sum(len(lake.table(f"gold.gold_{g}_player_agg")) for g in lake.registry)
+    assert len(union) == per_game
+
+
+def test_seed_edited_without_sync_fails_the_build_naming_the_row(lake: Lake) -> None:
+    seed = lake.project / "seeds" / "games.csv"
+    original = seed.read_text()
+    seed.write_text(original + "late_game,Late Game,true,S,arcade,pc,2024-01-01\n")
+    try:
+        lake.dbt("seed", "--select", "games")
+        result = lake.dbt("test", "--select", "assert_games_seed_matches_models", expect_success=False)
+        node = result.result.results[0].node
+        problems = [row[1] for row in lake.spark.sql(node.compiled_code).collect()]
+        assert problems == [
+            "game late_game is in seeds/games.csv but has no generated models: run `ingest games sync`"
+        ]
+        games.sync(lake.project)
+        lake.dbt("test", "--select", "assert_games_seed_matches_models")
+    finally:
+        seed.write_text(original)
+        games.sync(lake.project)
+        lake.dbt("seed", "--select", "games")
+
+
+def test_full_refresh_is_refused(lake: Lake) -> None:
+    before = {row["event_id"]: row["silver_loaded_at"] for row in lake.table(f"silver.silver_{ACTIVE}")}
+    lake.dbt("run", "--full-refresh", "--select", f"silver_{ACTIVE}")
+    after = {row["event_id"]: row["silver_loaded_at"] for row in lake.table(f"silver.silver_{ACTIVE}")}
+    assert after == before, "--full-refresh rebuilt silver"
+    operations = [
+        row["operation"] for row in lake.spark.sql(f"describe history silver.silver_{ACTIVE}").collect()
+    ]
+    assert not any("REPLACE" in op for op in operations), operations
+
+
+def test_docs_site_shows_each_games_lineage(lake: Lake, tmp_path: Path) -> None:
+    lake.dbt("docs", "generate")
+    lineage = support.docs_lineage(lake.project / "target", tmp_path / "chromium-profile")
+
+    nodes, edges = set(lineage["nodes"]), {tuple(edge) for edge in lineage["edges"]}
+    bronze, staging = "source.gamelake.bronze.game_events", "model.gamelake.stg_bronze__game_events"
+    assert (bronze, staging) in edges
+    for game in lake.registry:
+        silver = f"model.gamelake.silver_{game}"
+        golds = [f"model.gamelake.gold_{game}_player_agg", f"model.gamelake.gold_{game}_daily_active"]
+        assert {silver, *golds} <= nodes, f"{game}: per-game nodes missing from the lineage graph"
+        assert (staging, silver) in edges
+        assert all((silver, gold) in edges for gold in golds)
+        assert (f"model.gamelake.gold_{game}_player_agg", "model.gamelake.gold_all_games_player_agg") in edges
