@@ -28,7 +28,7 @@ def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     ("override", "message"),
     [
         ({"GAMELAKE_INGEST_BOOTSTRAP_SERVERS": "localhost:1"}, "did not answer within 15 s"),
-        ({"GAMELAKE_INGEST_REGISTRY_URL": "http://localhost:8081/not-a-registry"}, "does not answer like a Schema"),
+        ({"GAMELAKE_INGEST_REGISTRY_URL": "http://localhost:8081/not-a-registry"}, "does not answer like a"),
         ({"GAMELAKE_INGEST_REGISTRY_URL": "http://localhost:1"}, "is not reachable"),
         ({"GAMELAKE_INGEST_WAREHOUSE_DIR": "/proc/gamelake"}, "cannot use /proc/gamelake"),
         ({"GAMELAKE_INGEST_FLUSH_ROWS": "-5"}, "flush_rows"),

@@ -97,7 +97,11 @@ def test_status_reports_tables_offsets_lag_and_schema_ids(landed, stack):
     topic, warehouse, _, summary = landed
     env = service_env(stack, topic, warehouse)
     out = subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "status", "--json"], env=env, cwd=PROJECT_DIR, capture_output=True, text=True
+        [sys.executable, "-m", "ingest.cli", "status", "--json"],
+        env=env,
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -112,14 +116,17 @@ def test_status_reports_tables_offsets_lag_and_schema_ids(landed, stack):
 def test_spark_with_delta_reads_bronze_as_written(landed):
     from ingest.spark import local_session
 
-    _, warehouse, events, _ = landed
+    _, warehouse, _, _ = landed
     spark = local_session(warehouse / "spark-check")
     frame = spark.read.format("delta").load(str(warehouse / "bronze" / "game_events"))
     assert frame.count() == COUNT
     types = dict(frame.dtypes)
     assert types["event_timestamp"] == "timestamp" and types["score"] == "bigint" and types["level"] == "int"
     assert types["event_date"] == "date" and types["_kafka_offset"] == "bigint"
-    by_version = {r["_schema_id"]: r["n"] for r in frame.groupBy("_schema_id").count().withColumnRenamed("count", "n").collect()}
+    by_version = {
+        r["_schema_id"]: r["n"]
+        for r in frame.groupBy("_schema_id").count().withColumnRenamed("count", "n").collect()
+    }
     assert sum(by_version.values()) == COUNT and len(by_version) == 3
     v1_rows = frame.where("score is not null and session_id is null").count()
     assert v1_rows == 0

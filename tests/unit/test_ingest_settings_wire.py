@@ -35,7 +35,7 @@ def test_librdkafka_settings_pass_through_but_cannot_break_exactly_once():
     settings = load_settings(kafka={"fetch.min.bytes": "1024"})
     assert settings.consumer_config()["fetch.min.bytes"] == "1024"
     assert settings.consumer_config()["enable.auto.commit"] is False
-    with pytest.raises(ConfigError, match="enable.auto.commit"):
+    with pytest.raises(ConfigError, match=r"enable\.auto\.commit"):
         load_settings(kafka={"enable.auto.commit": "true"})
 
 
@@ -50,7 +50,8 @@ def test_topic_sink_needs_a_topic_and_auth_is_one_kind():
 def test_frames_round_trip_with_message_indexes(indexes):
     framed = wire.frame(4242, b"payload", indexes)
     parsed = wire.parse(framed)
-    assert (parsed.schema_id, parsed.message_indexes, framed[parsed.payload_start :]) == (4242, indexes, b"payload")
+    assert (parsed.schema_id, parsed.message_indexes) == (4242, indexes)
+    assert framed[parsed.payload_start :] == b"payload"
 
 
 def test_the_zero_byte_is_the_shorthand_for_the_first_message():
@@ -59,7 +60,12 @@ def test_the_zero_byte_is_the_shorthand_for_the_first_message():
 
 @pytest.mark.parametrize(
     ("value", "reason"),
-    [(None, "null"), (b"", "0 bytes"), (b"\x00\x00\x01", "3 bytes"), (b"\x07" + b"\x00" * 8, "magic byte is 0x07")],
+    [
+        (None, "null"),
+        (b"", "0 bytes"),
+        (b"\x00\x00\x01", "3 bytes"),
+        (b"\x07" + b"\x00" * 8, "magic byte is 0x07"),
+    ],
 )
 def test_foreign_values_are_framing_errors(value, reason):
     with pytest.raises(FramingError, match=reason):
