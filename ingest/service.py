@@ -77,6 +77,7 @@ class Service:
         self.fatal: IngestError | None = None
         self.commits = 0
         self.idle = False
+        self.lag_checked = 0.0
 
     # -- setup -----------------------------------------------------------------------------
     def _kafka_error(self, err: KafkaError) -> None:
@@ -150,8 +151,10 @@ class Service:
                     raise self.fatal
                 if self._due():
                     self.flush()
-                if self.until_caught_up and self.idle and not self.buffer and self._caught_up(started):
-                    break
+                if self.idle and not self.buffer and time.monotonic() - self.lag_checked >= 1.0:
+                    self.lag_checked = time.monotonic()
+                    if self._caught_up(started) and self.until_caught_up:
+                        break
             if self.fatal is None:
                 self.flush()
         finally:
@@ -218,7 +221,7 @@ class Service:
 
     def _caught_up(self, started: float) -> bool:
         if not self.positions:
-            if time.monotonic() - started > self.settings.caught_up_timeout_s:
+            if self.until_caught_up and time.monotonic() - started > self.settings.caught_up_timeout_s:
                 raise IngestError(
                     f"no partition was assigned within {self.settings.caught_up_timeout_s:.0f} s"
                 )
