@@ -1,9 +1,11 @@
 """The one typed configuration of the ingest service.
 
 Precedence, highest first: command-line flags, environment variables (``GAMELAKE_INGEST_<FIELD>``),
-an optional TOML file (``--config``), then the defaults below. Secrets are ``SecretStr``: they
-print as ``**********`` in ``repr``, logs and errors, and are only unwrapped when handed to
-librdkafka or the registry client.
+an optional TOML file (``--config``), then the defaults below. The defaults of the connection
+settings are the project-wide variables ``KAFKA_BOOTSTRAP_SERVERS``, ``SCHEMA_REGISTRY_URL`` and
+``INGEST_TOPIC`` (see ingest/endpoints.py), which the producer and the tests read too.
+Secrets are ``SecretStr``: they print as ``**********`` in ``repr``, logs and errors, and are
+only unwrapped when handed to librdkafka or the registry client.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from ingest.endpoints import DEFAULT_BOOTSTRAP_SERVERS, DEFAULT_REGISTRY_URL, DEFAULT_TOPIC
+from ingest.endpoints import Endpoints
 from ingest.errors import ConfigError
 from ingest.paths import WAREHOUSE_DIR
 
@@ -37,10 +39,12 @@ class IngestSettings(BaseSettings):
 
     # Kafka
     bootstrap_servers: str = Field(
-        DEFAULT_BOOTSTRAP_SERVERS, description="Kafka bootstrap servers, host:port,..."
+        default_factory=lambda: Endpoints.from_env().bootstrap_servers,
+        description="Kafka bootstrap servers, host:port,... (default: $KAFKA_BOOTSTRAP_SERVERS)",
     )
     topics: list[str] = Field(
-        [DEFAULT_TOPIC], description="Topics to consume (JSON list in the environment)."
+        default_factory=lambda: [Endpoints.from_env().topic],
+        description="Topics to consume (JSON list in the environment; default: [$INGEST_TOPIC]).",
     )
     group_id: str = Field(
         "gamelake-ingest", description="Consumer group; instances sharing it split partitions."
@@ -66,7 +70,10 @@ class IngestSettings(BaseSettings):
     )
 
     # Schema Registry
-    registry_url: str = Field(DEFAULT_REGISTRY_URL, description="Confluent-compatible Schema Registry URL.")
+    registry_url: str = Field(
+        default_factory=lambda: Endpoints.from_env().registry_url,
+        description="Confluent-compatible Schema Registry URL (default: $SCHEMA_REGISTRY_URL).",
+    )
     registry_username: str | None = Field(None, description="Registry basic-auth user.")
     registry_password: SecretStr | None = Field(None, description="Registry basic-auth password (secret).")
     registry_bearer_token: SecretStr | None = Field(None, description="Registry bearer token (secret).")
