@@ -1,6 +1,7 @@
 """``make run``: the whole pipeline on the embedded default, one step after another.
 
-stack up -> produce a demo stream -> show what arrived in Kafka, by schema version.
+stack up -> produce a demo stream -> show what arrived in Kafka, by schema version
+-> ingest into bronze Delta until caught up -> show the ingest status.
 Each step prints what it did; a failing step stops the run with its error.
 """
 
@@ -80,6 +81,11 @@ def main() -> int:
             lambda: _ingest("produce", "--count", str(DEMO_EVENTS), "--seed", "42", "--versions", "1,2,3"),
         )
         _step(f"what arrived in topic {endpoints.topic}", lambda: show_arrivals(endpoints))
+        _step(
+            "ingest: Kafka -> bronze Delta, exactly once, until caught up",
+            lambda: _ingest("run", "--until-caught-up"),
+        )
+        _step("ingest status", lambda: _ingest("status"))
     except IngestError as err:
         print(f"make run: {err}", file=sys.stderr)
         return 1
