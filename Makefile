@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run test test-unit lint bench docs lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run test test-unit lint compact bench docs lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ lint: setup ## ruff, mypy on ingest/, sqlfluff on models and macros
 	$(BIN)/ruff format --check ingest tests bench
 	$(BIN)/mypy
 	$(BIN)/sqlfluff lint models macros data-tests
+
+compact: setup ## Compact, checkpoint and vacuum the bronze, dead-letter and event-log tables
+	$(BIN)/python -m ingest.maintenance
 
 bench: setup ## Run the benchmarks and record results under bench/results
 	$(BIN)/python -m bench.run
