@@ -18,9 +18,11 @@ import subprocess
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from ingest.paths import PROJECT_DIR
 
@@ -301,3 +303,23 @@ def docs_lineage(site: Path, profile_dir: Path) -> dict[str, list[Any]]:
     match = re.search(r'<pre id="lineage">(.*?)</pre>', proc.stdout, re.S)
     assert match and match.group(1) != "pending", f"lineage graph did not render: {proc.stderr[-2000:]}"
     return json.loads(html.unescape(match.group(1)))
+
+
+ARROW_TYPES = {
+    "string": pa.string(),
+    "bigint": pa.int64(),
+    "int": pa.int32(),
+    "boolean": pa.bool_(),
+    "double": pa.float64(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+}
+
+
+def arrow_bronze(rows: list[dict[str, Any]], version: int) -> pa.Table:
+    """Rows as an Arrow table with bronze's types, for writing with delta-rs as the ingest service does."""
+    fields = [column.strip().split(" ") for column in schema_for(version).split(",")]
+    schema = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in fields])
+    utc = {name for name, kind in fields if kind == "timestamp"}
+    data = [{k: (v.replace(tzinfo=UTC) if k in utc and v else v) for k, v in row.items()} for row in rows]
+    return pa.Table.from_pylist(data, schema=schema)

@@ -49,7 +49,6 @@ class Lake:
     def dbt(self, *args: str, expect_success: bool = True) -> Any:
         from dbt.cli.main import dbtRunner
 
-        started = time.monotonic()
         result = dbtRunner().invoke(
             [
                 *args,
@@ -61,7 +60,6 @@ class Lake:
                 "local",
             ]
         )
-        self.timings[" ".join(args)] = time.monotonic() - started
         failed = [
             f"{r.node.name}: {r.status} {r.message}"
             for r in getattr(result.result, "results", []) or []
@@ -254,7 +252,10 @@ def test_incremental_run_takes_new_versions_and_late_duplicates(
         r["event_id"]: r["party_size"] for r in future if r["event_id"] in silver
     }
     paused_after = sorted(lake.table(f"silver.silver_{PAUSED}"), key=lambda r: r["event_id"])
-    assert paused_after == paused_before, "a paused game's silver changed"
+    # it follows the schema (party_size is appended) but gets no rows and no updates
+    assert [{k: r[k] for k in paused_before[0]} for r in paused_after] == paused_before, (
+        "a paused game's silver changed"
+    )
     quarantine = {row["quarantine_id"]: row["reasons"] for row in lake.table("silver.silver_quarantine")}
     assert quarantine == lake.quarantine
 
