@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -180,7 +181,7 @@ def freshness(
     }
 
 
-def _record(results: dict[str, object], args: argparse.Namespace) -> None:
+def _record(results: Mapping[str, object], args: argparse.Namespace) -> None:
     cpu = platform.processor() or platform.machine()
     machine = f"{platform.node()} · {cpu} · {os.cpu_count()} cores · Python {platform.python_version()}"
     lines = [

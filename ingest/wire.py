@@ -10,7 +10,8 @@ rest        the protobuf payload
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from ingest.errors import FramingError
 
@@ -64,6 +65,66 @@ def parse(value: bytes | None) -> Frame:
             raise FramingError(f"message index {index} is negative")
         indexes.append(index)
     return Frame(schema_id, tuple(indexes), pos)
+
+
+@dataclass
+class Group:
+    """The values of a batch that name one (schema id, message path), with their payloads."""
+
+    schema_id: int
+    message_indexes: tuple[int, ...]
+    positions: list[int] = field(default_factory=list)
+    payloads: list[bytes] = field(default_factory=list)
+
+
+def split(values: Sequence[bytes | None]) -> tuple[list[Group], list[tuple[int, FramingError]]]:
+    """Group a batch's values by what they name, in order of first appearance; the unframed with why.
+
+    The same result as ``parse`` on every value, but the common header (magic byte, schema id,
+    the shorthand index byte 0) is recognised by its first six bytes as a whole: most values
+    cost one slice and one dict lookup instead of a parse and a ``Frame`` each.
+    """
+    by_head: dict[bytes | None, list[int]] = {}
+    for i, head in enumerate([v[:6] if v is not None else None for v in values]):
+        same = by_head.get(head)
+        if same is None:
+            by_head[head] = [i]
+        else:
+            same.append(i)
+    key: tuple[int, tuple[int, ...]]
+    groups: dict[tuple[int, tuple[int, ...]], Group] = {}
+    sources: dict[tuple[int, tuple[int, ...]], set[bytes | None]] = {}
+    errors: list[tuple[int, FramingError]] = []
+    for head, positions in by_head.items():
+        if type(head) is bytes and len(head) == 6 and head[0] == MAGIC_BYTE and head[5] == 0:
+            key = (int.from_bytes(head[1:5], "big"), FIRST_MESSAGE)
+            group = groups.setdefault(key, Group(*key))
+            sources.setdefault(key, set()).add(head)
+            group.positions += positions
+            group.payloads += [values[i][6:] for i in positions]  # type: ignore[index]
+            continue
+        for i in positions:  # anything else: the general parser, one value at a time
+            try:
+                frame = parse(values[i])
+            except FramingError as err:
+                errors.append((i, err))
+                continue
+            key = (frame.schema_id, frame.message_indexes)
+            group = groups.setdefault(key, Group(*key))
+            sources.setdefault(key, set()).add(head)
+            group.positions.append(i)
+            group.payloads.append(values[i][frame.payload_start :])  # type: ignore[index]
+    for key, heads in sources.items():
+        if len(heads) > 1:
+            _restore_order(groups[key])
+    return sorted(groups.values(), key=lambda g: g.positions[0]), errors
+
+
+def _restore_order(group: Group) -> None:
+    """Positions ascending, as in the batch, for a group that several headers fed."""
+    order = sorted(range(len(group.positions)), key=group.positions.__getitem__)
+    group.positions = [group.positions[k] for k in order]
+    group.payloads = [group.payloads[k] for k in order]
 
 
 def _write_varint(value: int) -> bytes:
