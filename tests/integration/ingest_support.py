@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from deltalake import DeltaTable
 
 from ingest.paths import PROJECT_DIR
@@ -30,11 +30,12 @@ def kafka_coordinates(bootstrap: str, topic: str) -> set[tuple[int, int]]:
     """Every (partition, offset) of ``topic``, re-read from Kafka from the start to the high watermark."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}"})
     partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    highs = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
-    consumer.assign([TopicPartition(topic, p, 0) for p in partitions if highs[p] > 0])
+    marks = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
+    highs = {p: high for p, (low, high) in marks.items() if high > low}  # records deleted below `low`
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in highs])
     seen: set[tuple[int, int]] = set()
     deadline = time.monotonic() + 120
-    while any(max((o for q, o in seen if q == p), default=-1) + 1 < highs[p] for p in partitions):
+    while any(max((o for q, o in seen if q == p), default=-1) + 1 < highs[p] for p in highs):
         assert time.monotonic() < deadline, "re-reading Kafka took too long"
         for msg in consumer.consume(5000, timeout=0.5):
             assert msg.error() is None, msg.error()
