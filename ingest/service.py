@@ -70,6 +70,9 @@ class Service:
         self._check_kafka()
         self.positions: dict[TopicPartition, int | None] = {}
         self.buffer: list[Message] = []
+        # Set when partitions were revoked or lost since the buffer was last emptied: only then
+        # can it hold records of partitions this instance no longer owns.
+        self.ownership_shrank = False
         self.buffer_bytes = 0
         self.buffer_since = 0.0
         self.last_poll = time.monotonic()
@@ -125,12 +128,14 @@ class Service:
             self.flush()  # we still own the partitions during revoke: land what we have
         for partition in partitions:
             self.positions.pop(_tp(partition), None)
+        self.ownership_shrank = True
         self.event_log.record(Event("revoked", message=", ".join(str(_tp(p)) for p in partitions)))
 
     def _on_lost(self, _consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         self._drop("partitions_lost")
         for partition in partitions:
             self.positions.pop(_tp(partition), None)
+        self.ownership_shrank = True
 
     # -- main loop -------------------------------------------------------------------------
     def run(self) -> int:
@@ -184,7 +189,7 @@ class Service:
             if not self.buffer:
                 self.buffer_since = time.monotonic()
             self.buffer += records
-            self.buffer_bytes += sum([len(v) for v in [r.value() for r in records] if v is not None])
+            self.buffer_bytes += sum(map(len, records))  # len(Message): its value's size, 0 for null
         for record, err in failed:
             if err.code() == KafkaError._AUTO_OFFSET_RESET:
                 self._offset_out_of_range(record)
@@ -276,7 +281,7 @@ class Service:
         if self.buffer:
             metrics.DROPPED_BATCHES.labels(reason).inc()
             _log("batch_dropped", reason=reason, records=len(self.buffer), detail=detail)
-        self.buffer, self.buffer_bytes = [], 0
+        self.buffer, self.buffer_bytes, self.ownership_shrank = [], 0, False
         for tp in list(self.positions):
             landed = self.writer.landed(tp)
             self.positions[tp] = landed
@@ -301,7 +306,7 @@ class Service:
 
     def _land(self, batch_id: str) -> None:
         total = Stopwatch()
-        records = self._owned(self.buffer)
+        records = self._owned(self.buffer) if self.ownership_shrank else self.buffer
         decoded = self.decoder.decode(records, self.writer.columns())  # type: ignore[arg-type]
         decode_ms = total.ms()
         hooks.reach("decoded")
@@ -331,7 +336,7 @@ class Service:
         for tp, landing in landings.items():
             self.positions[tp] = landing.last
         self._mirror_to_kafka(landings)
-        self.buffer, self.buffer_bytes = [], 0
+        self.buffer, self.buffer_bytes, self.ownership_shrank = [], 0, False
         self.commits += 1
         self._record_commit(batch_id, version, ranges, decoded, decode_ms, write_ms, commit_ms, total.ms())
         self._maybe_compact()
