@@ -16,6 +16,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import resource
 import signal
 import subprocess
 import sys
@@ -105,6 +106,16 @@ def _service(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "ingest.cli", "run", *args], env=env, cwd=PROJECT_DIR)
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _load() -> float:
+    """The 1-minute load average: colleagues' tests share these 2 cores, so every result says how busy."""
+    return round(os.getloadavg()[0], 2)
+
+
 def _event_log(warehouse: Path) -> pa.Table:
     return DeltaTable(str(warehouse / "bronze" / "ingest_event_log")).to_pyarrow_table()
 
@@ -114,8 +125,11 @@ def throughput(endpoints: Endpoints, events: int, instances: int, flush_rows: in
     _produce(endpoints, _payload_pool(endpoints), events, rate=None)
     warehouse = Path(tempfile.mkdtemp(prefix="gamelake-bench-"))
     env = _env(endpoints, warehouse, flush_rows=flush_rows, flush_interval_s=5, compact_every_commits=0)
+    load_before = _load()
+    cpu_before = _children_cpu_s()
     procs = [_service(env, "--until-caught-up") for _ in range(instances)]
     codes = [p.wait() for p in procs]
+    cpu_s = _children_cpu_s() - cpu_before  # the ingest processes' user+system time, startup included
     assert codes == [0] * instances, codes
     log = _event_log(warehouse)
     commits = log.filter(pc.equal(log["kind"], "commit"))
@@ -130,6 +144,9 @@ def throughput(endpoints: Endpoints, events: int, instances: int, flush_rows: in
         "seconds": round(span, 2),
         "events_per_s": round(rows / span),
         "commits": commits.num_rows,
+        "ingest_cpu_s": round(cpu_s, 2),
+        "events_per_cpu_s": round(rows / cpu_s),
+        "load_avg_1m_before_after": [load_before, _load()],
         "mean_decode_ms": round(pc.mean(commits["decode_ms"]).as_py(), 1),
         "mean_write_ms": round(pc.mean(commits["write_ms"]).as_py(), 1),
         "mean_commit_ms": round(pc.mean(commits["commit_ms"]).as_py(), 1),
@@ -145,6 +162,7 @@ def freshness(
     env = _env(
         endpoints, warehouse, flush_interval_s=flush_interval_s, flush_rows=100_000, compact_every_commits=0
     )
+    load_before = _load()
     proc = _service(env)
     time.sleep(4)  # assignment
     _produce(endpoints, pool, int(rate * seconds), rate=rate)
@@ -178,6 +196,7 @@ def freshness(
         "p99_s": round(latencies[int(n * 0.99)], 3),
         "max_s": round(latencies[-1], 3),
         "flush_interval_s": flush_interval_s,
+        "load_avg_1m_before_after": [load_before, _load()],
     }
 
 
