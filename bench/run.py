@@ -135,7 +135,15 @@ def throughput(endpoints: Endpoints, events: int, instances: int, flush_rows: in
     commits = log.filter(pc.equal(log["kind"], "commit"))
     assigned = log.filter(pc.equal(log["kind"], "assigned"))
     rows = pc.sum(commits["rows"]).as_py()
-    span = (pc.max(commits["logged_at"]).as_py() - pc.min(assigned["logged_at"]).as_py()).total_seconds()
+    last_commit = pc.max(commits["logged_at"]).as_py()
+    span = (last_commit - pc.min(assigned["logged_at"]).as_py()).total_seconds()
+    # Steady state: from the rebalance that gave every instance its partitions to the last commit
+    # (before it, the first instance works alone while the others start).
+    first_stop = pc.min(log.filter(pc.equal(log["kind"], "stop"))["logged_at"])
+    split_at = pc.max(assigned.filter(pc.less(assigned["logged_at"], first_stop))["logged_at"]).as_py()
+    steady = commits.filter(pc.greater(commits["logged_at"], pa.scalar(split_at, commits["logged_at"].type)))
+    steady_rows = pc.sum(steady["rows"]).as_py() or 0
+    steady_span = (last_commit - split_at).total_seconds()
     landed = DeltaTable(str(warehouse / "bronze" / "game_events")).count()
     assert rows == landed == events, (rows, landed, events)
     return {
@@ -143,6 +151,8 @@ def throughput(endpoints: Endpoints, events: int, instances: int, flush_rows: in
         "instances": instances,
         "seconds": round(span, 2),
         "events_per_s": round(rows / span),
+        "steady_events_per_s": round(steady_rows / steady_span) if steady_span > 0 else None,
+        "steady_rows": steady_rows,
         "commits": commits.num_rows,
         "ingest_cpu_s": round(cpu_s, 2),
         "events_per_cpu_s": round(rows / cpu_s),

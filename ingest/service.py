@@ -154,7 +154,9 @@ class Service:
                 self._poll()
                 if self.fatal is not None:
                     raise self.fatal
-                if self._due():
+                if self._due() or (self.until_caught_up and self.idle):
+                    # A run to catch up lands its tail as soon as a poll comes back empty: waiting
+                    # flush_interval_s for records that are not coming only delays the exit.
                     self.flush()
                 if self.idle and not self.buffer and time.monotonic() - self.lag_checked >= 1.0:
                     self.lag_checked = time.monotonic()
