@@ -268,6 +268,11 @@ probe();
 """
 
 
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 def ensure_chromium() -> str:
     """The chromium binary; installs Debian's chromium package when missing (as .ci/run does)."""
     found = shutil.which("chromium")
@@ -282,7 +287,7 @@ def docs_lineage(site: Path, profile_dir: Path) -> dict[str, list[Any]]:
     """Serve the generated docs site on loopback, load it in headless Chromium, read the lineage graph."""
     chromium = ensure_chromium()
     (site / "lineage_probe.html").write_text(LINEAGE_PROBE)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler = functools.partial(_QuietHandler, directory=str(site))
     with socketserver.TCPServer(("127.0.0.1", 0), handler) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         url = f"http://127.0.0.1:{server.server_address[1]}/lineage_probe.html"
