@@ -10,6 +10,7 @@ race is re-checked and retried with the same files.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -17,6 +18,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -110,9 +112,7 @@ class BronzeWriter:
             pa.field("_ingested_at", TIMESTAMP), ingested_at
         )
         now_ms = now_us // 1000
-        for date in pc.unique(dates).to_pylist():
-            mask = pc.equal(dates, pa.scalar(date, pa.date32())) if date is not None else pc.is_null(dates)
-            part = data.filter(mask)
+        for date, part in _split_by(data, dates):
             value = date.isoformat() if date is not None else None
             folder = f"{PARTITION_COLUMN}={value if value is not None else '__HIVE_DEFAULT_PARTITION__'}"
             relative = f"{folder}/part-00000-{uuid.uuid4()}.c000.snappy.parquet"
@@ -167,6 +167,26 @@ class BronzeWriter:
         raise IngestError(
             f"could not commit to {self.path} after {_COMMIT_ATTEMPTS} attempts (heavy contention)"
         )
+
+
+def _split_by(data: pa.Table, dates: pa.ChunkedArray) -> list[tuple[dt.date | None, pa.Table]]:
+    """The rows of each distinct date (nulls too), in batch order within a date.
+
+    One stable sort by the date's index and one ``take``, then zero-copy slices: a filter per
+    date would read the whole batch once per date.
+    """
+    distinct = pc.unique(dates)
+    if len(distinct) == 1:
+        return [(distinct[0].as_py(), data)]
+    codes = pc.index_in(dates, value_set=distinct).to_numpy(zero_copy_only=False)
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=len(distinct))
+    ordered = data.take(pa.array(order))
+    parts, start = [], 0
+    for date, count in zip(distinct.to_pylist(), counts.tolist(), strict=True):
+        parts.append((date, ordered.slice(start, count)))
+        start += count
+    return parts
 
 
 def _stats(table: pa.Table) -> str:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import random
+
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
 from ingest.columns import field_column
 from ingest.offsets import TopicPartition
 from ingest.schemas import load_version
-from ingest.writer import BronzeWriter, FencedError, Landing
+from ingest.writer import BronzeWriter, FencedError, Landing, _split_by
 
 TP = TopicPartition("events", 0)
 
@@ -67,3 +71,16 @@ def test_new_columns_are_added_with_their_field_numbers(tmp_path):
     known = writer.columns().columns
     assert known["score"].arrow_type == pa.int64() and known["score"].number == 8
     assert known["event_timestamp"].arrow_type == pa.timestamp("us", tz="UTC")
+
+
+def test_a_batch_splits_by_date_like_one_filter_per_date():
+    rng = random.Random(3)
+    days = [None, *(dt.date(2026, 11, d) for d in range(1, 8))]
+    values = [rng.choice(days) for _ in range(500)]
+    dates = pa.chunked_array([pa.array(values[:200], pa.date32()), pa.array(values[200:], pa.date32())])
+    data = pa.table({"row": list(range(500))})
+    parts = _split_by(data, dates)
+    assert [d for d, _ in parts] == list(dict.fromkeys(values))
+    for date, part in parts:
+        mask = pc.is_null(dates) if date is None else pc.equal(dates, pa.scalar(date, pa.date32()))
+        assert part["row"].to_pylist() == data.filter(mask)["row"].to_pylist()
