@@ -2,7 +2,9 @@
 
 The Delta sink writes ``bronze/dead_letters`` with one app transaction per partition (the last
 offset it covers), so a batch re-read after a crash never writes the same dead letter twice.
-The topic sink re-publishes the raw record with ``gamelake.*`` headers (at-least-once).
+The topic sink re-publishes the raw key and value with the original headers plus ``gamelake.*``
+headers carrying the same fields as the table (at-least-once); the dead-letter record's own
+timestamp is when it was dead-lettered. ``TOPIC_HEADERS`` names them.
 """
 
 from __future__ import annotations
@@ -41,6 +43,18 @@ DEAD_LETTER_SCHEMA = pa.schema(
         pa.field("dead_lettered_at", TIMESTAMP),
         pa.field("replayed_at", TIMESTAMP),
     ]
+)
+
+
+TOPIC_HEADERS = (
+    "gamelake.topic",
+    "gamelake.partition",
+    "gamelake.offset",
+    "gamelake.timestamp_ms",
+    "gamelake.schema_id",
+    "gamelake.stage",
+    "gamelake.error",
+    "gamelake.batch_id",
 )
 
 
@@ -139,6 +153,11 @@ class TopicDeadLetters:
                 ("gamelake.topic", (r.topic() or "").encode()),
                 ("gamelake.partition", str(r.partition()).encode()),
                 ("gamelake.offset", str(r.offset()).encode()),
+                ("gamelake.timestamp_ms", str(r.timestamp()[1]).encode()),
+                (
+                    "gamelake.schema_id",
+                    str(letter.schema_id if letter.schema_id is not None else "").encode(),
+                ),
                 ("gamelake.stage", letter.error.stage.encode()),
                 ("gamelake.error", str(letter.error).encode()),
                 ("gamelake.batch_id", batch_id.encode()),

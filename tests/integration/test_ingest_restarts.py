@@ -196,3 +196,63 @@ def test_dlq_replay_after_the_schema_is_registered_lands_once(private_stack, tmp
     assert '"landed": 0' in second.stdout and '"already_in_bronze": 20' in second.stdout
     assert bronze(tmp_path).num_rows == 20
     assert "0 dead letters not replayed" in _dlq(env, "list").stdout
+
+
+def _next_schema_id(stack: PrivateStack) -> int:
+    """The id this private registry gives the next new schema (no one else registers here)."""
+    client = SchemaRegistryClient({"url": stack.registry_url})
+    ids = [
+        client.get_version(subject, version).schema_id
+        for subject in client.get_subjects()
+        for version in client.get_versions(subject)
+    ]
+    return max(ids) + 1
+
+
+def test_dlq_replay_from_the_topic_sink_lands_once(private_stack, tmp_path):
+    topic, dlq = "replay-topic-sink", "replay-topic-sink-dead-letters"
+    for name in (topic, dlq):
+        ensure_topic(private_stack.endpoints(name), partitions=1)
+    _register(private_stack, f"{topic}-value", 1)
+    future_id = _next_schema_id(private_stack)
+    v4 = load_version(4).message_class
+    records = [
+        (b"k", wire.frame(future_id, v4(event_id=f"e{i}", score=i).SerializeToString())) for i in range(12)
+    ]
+    produce_raw(private_stack.bootstrap_servers, topic, records)
+    env = service_env(
+        private_stack,
+        topic,
+        tmp_path,
+        dead_letter_sink="topic",
+        dead_letter_topic=dlq,
+        unknown_schema_retries=1,
+        registry_retry_backoff_s=0.1,
+    )
+    assert run_service(env, log=tmp_path / "ingest.log") == 0
+    assert bronze(tmp_path).num_rows == 0
+    assert "12 dead letters not replayed" in _dlq(env, "list").stdout
+
+    assert _register(private_stack, f"{topic}-value", 4) == future_id  # the fix
+    first = _dlq(env, "replay", "--stage", "schema_lookup")
+    assert first.returncode == 0, first.stderr
+    assert '"landed": 12' in first.stdout, first.stdout
+    assert sorted(bronze(tmp_path)["score"].to_pylist()) == list(range(12))
+
+    # The topic cannot be stamped: its dead letters are still there, and replaying them again
+    # (a rerun, or a crash before anything could be recorded) must not duplicate a row.
+    from ingest.replay import read_topic, replay
+    from ingest.settings import load_settings
+
+    settings = load_settings(
+        bootstrap_servers=private_stack.bootstrap_servers,
+        registry_url=private_stack.registry_url,
+        topics=[topic],
+        warehouse_dir=tmp_path,
+        dead_letter_sink="topic",
+        dead_letter_topic=dlq,
+    )
+    again = replay(settings, read_topic(settings))
+    assert again["landed"] == 0 and again["already_in_bronze"] == 12, again
+    assert bronze(tmp_path).num_rows == 12
+    assert "0 dead letters not replayed" in _dlq(env, "list").stdout
