@@ -273,11 +273,11 @@ _EVENT_TYPES = (
 )
 SILVER_COLUMNS: list[tuple[str, list[str]]] = [
     ("event_id", ["unique", "not_null"]),
-    ("game_slug", ["not_null", _RELATIONSHIP]),
+    ("game_slug", [_RELATIONSHIP]),
     ("gamer_id", ["not_null"]),
-    ("event_type", ["not_null", _EVENT_TYPES]),
-    ("event_at", ["not_null"]),
-    ("event_date", ["not_null"]),
+    ("event_type", [_EVENT_TYPES]),
+    ("event_at", []),
+    ("event_date", []),
     *(
         (name, [])
         for name in [
@@ -305,9 +305,9 @@ SILVER_COLUMNS: list[tuple[str, list[str]]] = [
     ),
 ]
 PLAYER_AGG_COLUMNS: list[tuple[str, list[str]]] = [
-    ("game_slug", ["not_null", _RELATIONSHIP]),
+    ("game_slug", [_RELATIONSHIP]),
     ("gamer_id", ["unique", "not_null"]),
-    ("event_count", ["not_null"]),
+    ("event_count", []),
     *(
         (name, [])
         for name in [
@@ -328,8 +328,8 @@ PLAYER_AGG_COLUMNS: list[tuple[str, list[str]]] = [
 ]
 DAILY_ACTIVE_COLUMNS: list[tuple[str, list[str]]] = [
     ("event_date", ["unique", "not_null"]),
-    ("game_slug", ["not_null", _RELATIONSHIP]),
-    ("active_players", ["not_null"]),
+    ("game_slug", [_RELATIONSHIP]),
+    ("active_players", []),
     *(
         (name, [])
         for name in [
@@ -585,7 +585,9 @@ def _command(args: argparse.Namespace) -> int:
     for path in result.removed:
         print(f"games: {'would remove' if args.check else 'removed'} {path}")
     active = sum(g.is_active for g in games)
-    state = "differ from the seed" if result.changed else "match the seed"
+    state = "match the seed"
+    if result.changed:
+        state = "are out of date: run `ingest games sync`" if args.check else "were updated"
     print(f"games: {len(games)} games ({active} active); generated models {state}")
     return 1 if args.check and result.changed else 0
 

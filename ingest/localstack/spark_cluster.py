@@ -112,6 +112,8 @@ def _thrift_conf(config: ClusterConfig) -> list[str]:
         "spark.driver.extraClassPath": class_path,
         "spark.executor.extraClassPath": class_path,
         "spark.executor.memory": EXECUTOR_MEMORY,
+        # one host: waiting for a "more local" executor (3s by default per task set) only adds latency
+        "spark.locality.wait": "0s",
         "spark.cores.max": "2",
         "spark.driver.host": HOST,
         "spark.driver.bindAddress": HOST,

@@ -281,7 +281,9 @@ def test_seed_edited_without_sync_fails_the_build_naming_the_row(lake: Lake) -> 
     try:
         lake.dbt("seed", "--select", "games")
         result = lake.dbt("test", "--select", "assert_games_seed_matches_models", expect_success=False)
-        node = result.result.results[0].node
+        node = next(
+            r.node for r in result.result.results if r.node.name == "assert_games_seed_matches_models"
+        )
         problems = [row[1] for row in lake.spark.sql(node.compiled_code).collect()]
         assert problems == [
             "game late_game is in seeds/games.csv but has no generated models: run `ingest games sync`"
@@ -295,14 +297,19 @@ def test_seed_edited_without_sync_fails_the_build_naming_the_row(lake: Lake) -> 
 
 
 def test_full_refresh_is_refused(lake: Lake) -> None:
+    def history() -> list[tuple[int, str]]:
+        rows = lake.spark.sql(f"describe history silver.silver_{ACTIVE}").collect()
+        return [(row["version"], row["operation"]) for row in rows]
+
     before = {row["event_id"]: row["silver_loaded_at"] for row in lake.table(f"silver.silver_{ACTIVE}")}
+    last_version = max(version for version, _ in history())
+
     lake.dbt("run", "--full-refresh", "--select", f"silver_{ACTIVE}")
+
     after = {row["event_id"]: row["silver_loaded_at"] for row in lake.table(f"silver.silver_{ACTIVE}")}
     assert after == before, "--full-refresh rebuilt silver"
-    operations = [
-        row["operation"] for row in lake.spark.sql(f"describe history silver.silver_{ACTIVE}").collect()
-    ]
-    assert not any("REPLACE" in op for op in operations), operations
+    new_operations = [op for version, op in history() if version > last_version]
+    assert not any("REPLACE" in op or "CREATE" in op for op in new_operations), new_operations
 
 
 def test_docs_site_shows_each_games_lineage(lake: Lake, tmp_path: Path) -> None:
