@@ -1,6 +1,6 @@
 """Ingest benchmark against the real local broker: sustained throughput and produce-to-visible freshness.
 
-    python -m bench.run [--events 600000] [--instances 2] [--rate 20000] [--seconds 20]
+    python -m bench.run [--events 1200000] [--instances 2] [--rate 20000] [--seconds 20]
 
 Throughput: pre-produce ``--events`` mixed v1/v2/v3 events to a 6-partition topic, then run
 ``--instances`` ingest processes in one group (partitions split between them, exactly-once on,
@@ -227,7 +227,7 @@ def _record(results: Mapping[str, object], args: argparse.Namespace) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="bench.run")
-    parser.add_argument("--events", type=int, default=600_000)
+    parser.add_argument("--events", type=int, default=1_200_000)
     parser.add_argument("--instances", type=int, default=2)
     parser.add_argument("--flush-rows", type=int, default=100_000)
     parser.add_argument("--rate", type=float, default=20_000)
