@@ -1,7 +1,8 @@
 """``make run``: the whole pipeline on the embedded default, one step after another.
 
 stack up -> produce a demo stream -> show what arrived in Kafka, by schema version
--> ingest into bronze Delta until caught up -> show the ingest status.
+-> ingest into bronze Delta until caught up -> show the ingest status
+-> dbt seed + build (silver and gold per game) + docs generate, with a summary.
 Each step prints what it did; a failing step stops the run with its error.
 """
 
@@ -34,6 +35,12 @@ def _ingest(*args: str) -> None:
     command = [sys.executable, "-m", "ingest.cli", *args]
     if subprocess.run(command).returncode != 0:
         raise IngestError(f"`ingest {' '.join(args)}` failed (see its output above)")
+
+
+def _lakehouse() -> None:
+    """dbt runs in a process of its own: it owns the embedded Spark session and its metastore."""
+    if subprocess.run([sys.executable, "-m", "ingest.lakehouse"]).returncode != 0:
+        raise IngestError("the dbt step failed (see its output above)")
 
 
 def topic_contents(endpoints: Endpoints) -> Counter[int]:
@@ -86,6 +93,7 @@ def main() -> int:
             lambda: _ingest("run", "--until-caught-up"),
         )
         _step("ingest status", lambda: _ingest("status"))
+        _step("dbt: seed, build silver + gold per game, generate docs", _lakehouse)
     except IngestError as err:
         print(f"make run: {err}", file=sys.stderr)
         return 1
