@@ -14,9 +14,11 @@ from ingest import wire
 from ingest.columns import field_column
 from ingest.decode import Decoder
 from ingest.errors import FramingError
+from ingest.offsets import TopicPartition
 from ingest.registry import UnknownSchemaId
 from ingest.schema_guard import ColumnRegistry
 from ingest.schemas import available_versions, load_version
+from ingest.service import _ranges
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -195,3 +197,21 @@ def test_an_empty_batch_decodes_to_nothing():
     assert decoded.table is None and decoded.dead_letters == []
     assert decoded.offsets is not None and decoded.offsets.num_rows == 0
     assert pa.types.is_int64(decoded.offsets.schema.field("offset").type)
+
+
+def test_batch_ranges_count_every_record_and_its_dead_letters_per_partition():
+    rng = random.Random(11)
+    good = _random_message(rng, 2).SerializeToString()
+    records = [
+        _record(rng.choice([wire.frame(2, good), wire.frame(2, b"\xff\xff"), None]), offset, rng)
+        for offset in range(10, 70)
+    ]
+    decoded = Decoder(_Registry(), 0, 0.0).decode(records, ColumnRegistry())
+    expected: dict = {}
+    for r in records:  # one record at a time, as the service used to
+        tp = TopicPartition(r.topic(), r.partition())
+        got = expected.setdefault(tp, {"first_offset": r.offset(), "rows": 0, "dead_letters": 0})
+        got["last_offset"] = r.offset()
+        got["rows" if r.value() == wire.frame(2, good) else "dead_letters"] += 1
+    assert _ranges(decoded) == expected
+    assert sum(r["dead_letters"] for r in expected.values()) == len(decoded.dead_letters) > 0
