@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run test test-unit lint compact bench docs lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run test test-unit lint compact bench bench-writer docs lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -75,6 +75,9 @@ compact: setup ## Compact, checkpoint and vacuum the bronze, dead-letter and eve
 
 bench: setup ## Run the benchmarks and record results under bench/results
 	$(BIN)/python -m bench.run
+
+bench-writer: setup ## Measure the bronze writer: delta-rs vs Spark on the same batches (bench/results/writer_choice.md)
+	$(BIN)/python -m bench.writer_choice
 
 docs: setup ## Generate the dbt docs site
 	$(BIN)/dbt docs generate
