@@ -44,6 +44,7 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR) -> dict[str, str]:
         "spark.default.parallelism": "2",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.adaptive.enabled": "true",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
