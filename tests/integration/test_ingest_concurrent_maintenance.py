@@ -28,7 +28,7 @@ from ingest.producer.datagen import EventGenerator
 from ingest.producer.publish import publish
 from tests.integration.ingest_support import assert_exactly_once, service_env, start_service, table
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 GAMES = ["space_raiders", "kart_legends"]
 CHUNK = 3_000  # events per produce call, at RATE events/s
 RATE = 1_500
