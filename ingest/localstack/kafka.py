@@ -88,7 +88,10 @@ def _format_storage(config: Path, data_dir: Path, classpath: str, java: str) -> 
 def _cluster_id() -> str:
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:  # like Kafka's Uuid.randomUuid: an id starting with '-' would parse as an option
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def broker(state_dir: Path, port: int, controller_port: int) -> Server:
