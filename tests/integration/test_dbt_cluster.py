@@ -22,7 +22,7 @@ from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-GAMES = {"orbit_golf": True, "tile_towers": True}
+GAMES = {"orbit_golf": True}  # one game keeps the (slower, networked) cluster build short
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_dbt_build_on_the_cluster_target_is_exact(
     writer = support.BronzeWriter(random.Random(7))
     landed_at = datetime.now(UTC).replace(tzinfo=None, microsecond=0) - timedelta(hours=2)
     rows = [
-        writer.event([*GAMES, "unknown_game"][i % 3], 4, landed_at + timedelta(seconds=i)) for i in range(90)
+        writer.event([*GAMES, "unknown_game"][i % 2], 4, landed_at + timedelta(seconds=i)) for i in range(60)
     ]
     rows += [writer.retry(rows[i], landed_at + timedelta(minutes=30)) for i in range(0, 20, 2)]
     from deltalake import write_deltalake
