@@ -198,15 +198,31 @@ def test_dlq_replay_after_the_schema_is_registered_lands_once(private_stack, tmp
     assert "0 dead letters not replayed" in _dlq(env, "list").stdout
 
 
-def _next_schema_id(stack: PrivateStack) -> int:
-    """The id this private registry gives the next new schema (no one else registers here)."""
+def _an_unused_schema_id(stack: PrivateStack) -> int:
+    """An id above every id this private registry has given out (no one else registers here)."""
     client = SchemaRegistryClient({"url": stack.registry_url})
     ids = [
         client.get_version(subject, version).schema_id
         for subject in client.get_subjects()
         for version in client.get_versions(subject)
     ]
-    return max(ids) + 1
+    return max(ids) + 3  # ids also advance for versions no subject listing shows
+
+
+def _register_v4_as(stack: PrivateStack, subject: str, schema_id: int) -> None:
+    """The fix: register v4 (as distinct variants, each a new id) until ``schema_id`` is v4."""
+    client = SchemaRegistryClient({"url": stack.registry_url})
+    ref = SchemaReference("google/protobuf/timestamp.proto", "google/protobuf/timestamp.proto", 1)
+    for n in range(10):
+        file = load_version(4).file_descriptor_proto.__class__()
+        file.CopyFrom(load_version(4).file_descriptor_proto)
+        file.options.java_package = f"gamelake.variant{n}"  # same messages, new content
+        raw = base64.b64encode(file.SerializeToString()).decode()
+        got = client.register_schema(subject, Schema(raw, "PROTOBUF", [ref]))
+        if got >= schema_id:
+            assert got == schema_id, f"the registry skipped id {schema_id}"
+            return
+    raise AssertionError(f"id {schema_id} not reached")
 
 
 def test_dlq_replay_from_the_topic_sink_lands_once(private_stack, tmp_path):
@@ -214,7 +230,7 @@ def test_dlq_replay_from_the_topic_sink_lands_once(private_stack, tmp_path):
     for name in (topic, dlq):
         ensure_topic(private_stack.endpoints(name), partitions=1)
     _register(private_stack, f"{topic}-value", 1)
-    future_id = _next_schema_id(private_stack)
+    future_id = _an_unused_schema_id(private_stack)
     v4 = load_version(4).message_class
     records = [
         (b"k", wire.frame(future_id, v4(event_id=f"e{i}", score=i).SerializeToString())) for i in range(12)
@@ -233,7 +249,7 @@ def test_dlq_replay_from_the_topic_sink_lands_once(private_stack, tmp_path):
     assert bronze(tmp_path).num_rows == 0
     assert "12 dead letters not replayed" in _dlq(env, "list").stdout
 
-    assert _register(private_stack, f"{topic}-value", 4) == future_id  # the fix
+    _register_v4_as(private_stack, f"{topic}-value", future_id)  # the fix
     first = _dlq(env, "replay", "--stage", "schema_lookup")
     assert first.returncode == 0, first.stderr
     assert '"landed": 12' in first.stdout, first.stdout
