@@ -55,7 +55,7 @@ stack-status: ## Show where each server listens and whether it is healthy
 produce: stack-up ## Produce a demo stream of mixed schema versions
 	$(BIN)/ingest produce --count 20000 --seed 42
 
-run: setup ## The main job on the embedded default: stack -> produce -> show what arrived
+run: setup ## The main job on the embedded default: stack -> produce -> ingest -> dbt build -> docs
 	$(BIN)/python -m ingest.pipeline
 
 test: setup ## Run the whole test suite (starts and stops the local stack itself)
