@@ -63,7 +63,9 @@ def test_unsafe_slug_is_refused_naming_the_line_and_nothing_is_written(
     assert _snapshot(project) == before, "a refused seed must not change any generated file"
 
 
-def test_duplicate_slug_is_refused_naming_both_lines(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_duplicate_slug_is_refused_naming_both_lines(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     seed = project / "seeds" / "games.csv"
     seed.write_text(f"{HEADER}\n{GOOD}\nkart,Kart,true,S,racing,pc,2024-01-01\n{GOOD}\n")
 
@@ -121,7 +123,9 @@ def test_removing_a_game_removes_only_generated_files(project: Path) -> None:
 
 
 def test_check_reports_a_stale_project_and_changes_nothing(project: Path) -> None:
-    (project / "seeds" / "games.csv").write_text(f"{HEADER}\n{GOOD}\nnew_game,New,true,S,arcade,pc,2024-01-01\n")
+    (project / "seeds" / "games.csv").write_text(
+        f"{HEADER}\n{GOOD}\nnew_game,New,true,S,arcade,pc,2024-01-01\n"
+    )
     before = _snapshot(project)
 
     assert cli.main(["games", "sync", "--check", "--project-dir", str(project)]) == 1
