@@ -40,13 +40,14 @@ def _add_stack(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ingest import games, replay, service, status
+    from ingest import games, lakehouse, replay, service, status
     from ingest.producer import cli as produce_cli
 
     parser = argparse.ArgumentParser(prog="ingest", description="gamelake: Kafka protobuf events -> Delta")
     subparsers = parser.add_subparsers(dest="command", required=True)
     produce_cli.add_parser(subparsers)
     games.add_parser(subparsers)
+    lakehouse.add_parser(subparsers)
     service.add_parser(subparsers)
     status.add_parser(subparsers)
     replay.add_parser(subparsers)

@@ -37,12 +37,6 @@ def _ingest(*args: str) -> None:
         raise IngestError(f"`ingest {' '.join(args)}` failed (see its output above)")
 
 
-def _lakehouse() -> None:
-    """dbt runs in a process of its own: it owns the embedded Spark session and its metastore."""
-    if subprocess.run([sys.executable, "-m", "ingest.lakehouse"]).returncode != 0:
-        raise IngestError("the dbt step failed (see its output above)")
-
-
 def topic_contents(endpoints: Endpoints) -> Counter[int]:
     """Messages per schema id, read from the start of every partition."""
     consumer = Consumer(
@@ -93,7 +87,8 @@ def main() -> int:
             lambda: _ingest("run", "--until-caught-up"),
         )
         _step("ingest status", lambda: _ingest("status"))
-        _step("dbt: seed, build silver + gold per game, generate docs", _lakehouse)
+        # dbt runs in a process of its own: it owns the embedded Spark session and its metastore.
+        _step("dbt: seed, build silver + gold per game, generate docs", lambda: _ingest("lakehouse"))
     except IngestError as err:
         print(f"make run: {err}", file=sys.stderr)
         return 1
