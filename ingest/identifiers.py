@@ -57,9 +57,12 @@ def slug_problem(slug: str) -> str | None:
 
 def validate_slug(slug: str, *, source: str = "game slug") -> str:
     """Return ``slug`` if it is a safe identifier, else raise ConfigError naming it and the rule."""
+    if slug in RESERVED_WORDS:
+        raise ConfigError(
+            f"{source} {slug!r} is a reserved SQL word: choose another name (e.g. '{slug}_game')"
+        )
     if problem := slug_problem(slug):
-        kind = "a reserved SQL word" if slug in RESERVED_WORDS else "not a safe identifier"
-        raise ConfigError(f"{source} {slug!r} is {kind}: it {problem} ({SLUG_RULE}, e.g. 'space_raiders')")
+        raise ConfigError(f"{source} {slug!r} is not a safe identifier: it {problem} ({SLUG_RULE})")
     return slug
 
 
