@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import SchemaRegistryClient, topic_subject_name_strategy
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
@@ -29,7 +29,16 @@ from ingest.schemas import load_version
 # Each version must read every earlier version's data. (Apicurio's FULL check also flags
 # "fields removed" when an older version lacks newer fields, which protobuf tolerates.)
 COMPATIBILITY = "BACKWARD_TRANSITIVE"
-SERIALIZER_CONF = {"auto.register.schemas": True, "skip.known.types": False, "use.deprecated.format": False}
+REGISTRY_TIMEOUT_S = 30
+# The classic TopicNameStrategy, named explicitly: confluent-kafka's default now first asks the
+# registry for subject "associations", an API Apicurio does not serve and, seen here, can leave
+# a request hanging.
+SERIALIZER_CONF = {
+    "auto.register.schemas": True,
+    "skip.known.types": False,
+    "use.deprecated.format": False,
+    "subject.name.strategy": topic_subject_name_strategy,
+}
 
 
 @dataclass
@@ -65,7 +74,7 @@ class ProduceSummary:
 
 
 def registry_client(endpoints: Endpoints) -> SchemaRegistryClient:
-    return SchemaRegistryClient({"url": endpoints.registry_url})
+    return SchemaRegistryClient({"url": endpoints.registry_url, "timeout": REGISTRY_TIMEOUT_S})
 
 
 def ensure_topic(endpoints: Endpoints, partitions: int, timeout_s: float = 30.0) -> None:

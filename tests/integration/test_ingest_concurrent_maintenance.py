@@ -141,8 +141,13 @@ def test_optimize_and_spark_reads_during_ingest_keep_exactly_once(stack, fresh_t
     assert not errors, errors
     assert table(tmp_path, "dead_letters").num_rows == 0
     assert_exactly_once(tmp_path, stack.bootstrap_servers, fresh_topic)
-    operations = Counter(h["operation"] for h in DeltaTable(str(path)).history())
-    assert operations["OPTIMIZE"] >= MINIMUM["delta_rs_optimize"], operations  # really interleaved
+    # Really interleaved: compactions committed, and ingest kept committing after them.
+    # (A compaction round may rightly find nothing to do or yield to another, so the
+    # number of OPTIMIZE commits is not the number of rounds.)
+    history = sorted(DeltaTable(str(path)).history(), key=lambda commit: commit["version"])
+    operations = [commit["operation"] for commit in history]
+    assert "OPTIMIZE" in operations, operations
+    assert "WRITE" in operations[operations.index("OPTIMIZE") + 1 :], operations
     delta_rs = DeltaTable(str(path)).to_pyarrow_table(columns=["_kafka_offset", "client_build"])
     frame = spark.read.format("delta").load(str(path))
     assert frame.count() == delta_rs.num_rows == delivered

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 import requests
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry import SchemaRegistryClient, topic_subject_name_strategy
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -159,13 +159,17 @@ def test_registry_breaks_format_serialized(produced):
 
 def test_confluent_deserializer_reads_every_version(produced):
     endpoints, _, _, messages = produced
-    client = _StoredFormatClient({"url": endpoints.registry_url})
+    client = _StoredFormatClient({"url": endpoints.registry_url, "timeout": 30})
     ctx = SerializationContext(endpoints.topic, MessageField.VALUE)
     first_of_version = {}
     for m in messages:
         first_of_version.setdefault(int.from_bytes(m.value()[1:5], "big"), m)
     for version in VERSIONS:
-        deserializer = ProtobufDeserializer(load_version(version).message_class, {}, client)
+        deserializer = ProtobufDeserializer(
+            load_version(version).message_class,
+            {"subject.name.strategy": topic_subject_name_strategy},
+            client,
+        )
         for m in first_of_version.values():
             decoded = deserializer(m.value(), ctx)
             assert decoded.event_id and decoded.gamer_id == m.key().decode()
