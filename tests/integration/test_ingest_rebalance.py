@@ -10,13 +10,19 @@ import pytest
 
 from ingest.producer.datagen import EventGenerator
 from ingest.producer.publish import publish
-from tests.integration.ingest_support import assert_exactly_once, service_env, start_service, table
+from tests.integration.ingest_support import (
+    assert_exactly_once,
+    landed_coordinates,
+    service_env,
+    start_service,
+    table,
+)
 
 pytestmark = pytest.mark.integration
 
 
-def _produce(stack, topic: str, count: int) -> None:
-    events = EventGenerator(["space_raiders", "kart_legends"], [1, 2, 3], seed=8).events(count)
+def _produce(stack, topic: str, count: int, seed: int = 8) -> None:
+    events = EventGenerator(["space_raiders", "kart_legends"], [1, 2, 3], seed=seed).events(count)
     publish(stack.endpoints(topic), events, [1, 2, 3], partitions=6, progress=False)
 
 
@@ -36,13 +42,32 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _landed(warehouse) -> int:
+    return len(landed_coordinates(warehouse))
+
+
 def test_two_instances_rebalancing_land_everything_once(stack, fresh_topic, tmp_path):
-    _produce(stack, fresh_topic, 20000)
+    # Long-lived instances and a second wave of data produced only after the second instance holds
+    # partitions: both must land batches however fast the first one would have drained a single wave.
+    _produce(stack, fresh_topic, 5000)
     env = service_env(stack, fresh_topic, tmp_path, flush_rows=200)
-    first = start_service(env, "--until-caught-up", log=tmp_path / "a.log")
-    _wait_for(lambda: any(e["kind"] == "commit" for e in _event_log(tmp_path)), 60, "a first commit")
-    second = start_service(env, "--until-caught-up", log=tmp_path / "b.log")
-    assert first.wait(timeout=180) == 0 and second.wait(timeout=180) == 0
+    first = start_service(env, log=tmp_path / "a.log")
+    second = None
+    try:
+        _wait_for(lambda: any(e["kind"] == "commit" for e in _event_log(tmp_path)), 60, "a first commit")
+        second = start_service(env, log=tmp_path / "b.log")
+        _wait_for(
+            lambda: len({e["instance_id"] for e in _event_log(tmp_path) if e["kind"] == "assigned"}) == 2,
+            60,
+            "the second instance to be assigned partitions",
+        )
+        _produce(stack, fresh_topic, 15000, seed=9)
+        _wait_for(lambda: _landed(tmp_path) >= 20000, 180, "all 20000 records to land")
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=60) == 0 and second is not None and second.wait(timeout=60) == 0
     log = _event_log(tmp_path)
     committers = {e["instance_id"] for e in log if e["kind"] == "commit"}
     assert len(committers) == 2, "both instances landed batches"
