@@ -85,7 +85,8 @@ docs: setup ## Generate the dbt docs site
 lock: $(STAMP) ## Re-freeze constraints.txt from the current venv
 	$(BIN)/pip freeze --exclude-editable | sort -f > constraints.txt
 
-clean: stack-down ## Remove local state (stack data, warehouse); keeps the venv and jar cache
+clean: stack-down ## Remove local state (stack, Spark cluster, warehouse); keeps the venv and jar cache
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m ingest.localstack.spark_cluster down; fi
 	rm -rf .stack warehouse target logs
 
 # --- dbt (analytics engineers) -------------------------------------------------
