@@ -13,9 +13,7 @@ touched_dates as (
     select distinct event_date
     from silver_events
     {%- if is_incremental() %}
-    where silver_loaded_at > (
-        select coalesce(max(silver_loaded_at), timestamp '1970-01-01 00:00:00') from {{ this }}
-    )
+    where silver_events.silver_loaded_at > {{ high_water_mark('silver_loaded_at') }}
     {%- endif %}
 ),
 

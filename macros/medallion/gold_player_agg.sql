@@ -15,9 +15,7 @@ with silver_events as (
 new_events as (
     select * from silver_events
     {%- if is_incremental() %}
-    where silver_loaded_at > (
-        select coalesce(max(silver_loaded_at), timestamp '1970-01-01 00:00:00') from {{ this }}
-    )
+    where silver_events.silver_loaded_at > {{ high_water_mark('silver_loaded_at') }}
     {%- endif %}
 ),
 

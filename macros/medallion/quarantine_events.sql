@@ -18,12 +18,8 @@ batch as (
     left join games
         on stg_bronze__game_events.game_slug = games.game_slug
     {%- if is_incremental() %}
-    where stg_bronze__game_events.ingested_at > (
-        select
-            coalesce(max(ingested_at), timestamp '1970-01-01 00:00:00')
-            - interval {{ var('gamelake_lookback_minutes') }} minutes
-        from {{ this }}
-    )
+    where stg_bronze__game_events.ingested_at
+        > {{ high_water_mark('ingested_at', var('gamelake_lookback_minutes')) }}
     {%- endif %}
 ),
 

@@ -22,12 +22,8 @@ batch as (
         games.game_slug = '{{ game_slug }}'
         and games.is_active
         {%- if is_incremental() %}
-        and stg_bronze__game_events.ingested_at > (
-            select
-                coalesce(max(ingested_at), timestamp '1970-01-01 00:00:00')
-                - interval {{ var('gamelake_lookback_minutes') }} minutes
-            from {{ this }}
-        )
+        and stg_bronze__game_events.ingested_at
+            > {{ high_water_mark('ingested_at', var('gamelake_lookback_minutes')) }}
         {%- endif %}
 ),
 
