@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ingest import games
+from ingest.paths import PROJECT_DIR
 from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -329,3 +330,28 @@ def test_docs_site_shows_each_games_lineage(lake: Lake, tmp_path: Path) -> None:
         assert (staging, silver) in edges
         assert all((silver, gold) in edges for gold in golds)
         assert (f"model.gamelake.gold_{game}_player_agg", "model.gamelake.gold_all_games_player_agg") in edges
+
+
+def test_sql_lint_passes_on_the_incremental_branch(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    # CI lints a clean clone, where no model exists yet and every `is_incremental()` branch renders
+    # false. Here every model exists, so sqlfluff's dbt compile renders the incremental SQL instead.
+    from sqlfluff.core import FluffConfig, Linter
+
+    for name in (".sqlfluff", ".sqlfluffignore"):
+        (lake.project / name).write_text((PROJECT_DIR / name).read_text())
+    monkeypatch.chdir(lake.project)  # the templater's project_dir is `.`
+    linter = Linter(config=FluffConfig.from_path(str(lake.project)))
+    files = [
+        file for path in linter.lint_paths(("models", "macros", "data-tests")).paths for file in path.files
+    ]
+
+    violations = {
+        file.path: [f"L{v.line_no} {v.rule_code()} {v.desc()}" for v in file.violations]
+        for file in files
+        if file.violations
+    }
+    assert not violations, violations
+    silver = next(file for file in files if Path(file.path).name == f"silver_{ACTIVE}.sql")
+    assert silver.templated_file is not None and "previous_run" in silver.templated_file.templated_str, (
+        "the incremental branch was not rendered"
+    )
