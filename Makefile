@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.gamelake-installed
-PROTO_STAMP := ingest/proto/gen/.stamp
+PROTO_STAMP := ingest/dev/proto/gen/.stamp
 JVM_STAMP := .cache/jvm/.stamp
 SPARK_STAMP := $(VENV)/.gamelake-spark-defaults
 PYTEST_ARGS ?=
@@ -25,21 +25,21 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
-$(PROTO_STAMP): $(STAMP) $(wildcard ingest/proto/v*/gamelake/events/*.proto)
-	$(BIN)/python -m ingest.schemas compile
+$(PROTO_STAMP): $(STAMP) $(wildcard ingest/dev/proto/v*/gamelake/events/*.proto)
+	$(BIN)/python -m ingest.dev.demo_schemas compile
 	touch $@
 
-$(JVM_STAMP): $(STAMP) $(wildcard stack/maven/*/pom.xml) ingest/localstack/artifacts.py
-	$(BIN)/python -m ingest.localstack fetch
+$(JVM_STAMP): $(STAMP) $(wildcard stack/maven/*/pom.xml) ingest/dev/localstack/artifacts.py
+	$(BIN)/python -m ingest.dev.localstack fetch
 	touch $@
 
-$(SPARK_STAMP): $(JVM_STAMP) ingest/spark.py
-	$(BIN)/python -m ingest.spark write-defaults
+$(SPARK_STAMP): $(JVM_STAMP) ingest/core/spark.py
+	$(BIN)/python -m ingest.core.spark write-defaults
 	touch $@
 
 setup: $(STAMP) $(PROTO_STAMP) $(JVM_STAMP) $(SPARK_STAMP) ## Install everything: venv, generated protobuf, JVM jars
 
-proto: $(PROTO_STAMP) ## Compile the event schema versions (ingest/proto) into descriptor sets
+proto: $(PROTO_STAMP) ## Compile the event schema versions (ingest/dev/proto) into descriptor sets
 
 jvm: $(JVM_STAMP) ## Resolve Kafka, Apicurio Registry and Delta jars from Maven Central into .cache/jvm
 
@@ -56,7 +56,7 @@ produce: stack-up ## Produce a demo stream of mixed schema versions
 	$(BIN)/ingest produce --count 20000 --seed 42
 
 run: setup ## The main job on the embedded default: stack -> produce -> ingest -> dbt build -> docs
-	$(BIN)/python -m ingest.pipeline
+	$(BIN)/python -m ingest.dev.pipeline
 
 test: setup ## Run the whole test suite (starts and stops the local stack itself)
 	$(BIN)/pytest $(PYTEST_ARGS)
@@ -64,14 +64,15 @@ test: setup ## Run the whole test suite (starts and stops the local stack itself
 test-unit: setup ## Only the tests that need no services
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
-lint: setup ## ruff, mypy on ingest/, sqlfluff on models and macros
+lint: setup ## ruff, mypy on ingest/, the package layers (import-linter), sqlfluff on models and macros
 	$(BIN)/ruff check ingest tests bench
 	$(BIN)/ruff format --check ingest tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/sqlfluff lint models macros data-tests
 
 compact: setup ## Compact, checkpoint and vacuum the bronze, dead-letter and event-log tables
-	$(BIN)/python -m ingest.maintenance
+	$(BIN)/python -m ingest.ops.maintenance
 
 bench: setup ## Run the benchmarks and record results under bench/results
 	$(BIN)/python -m bench.run
@@ -86,7 +87,7 @@ lock: $(STAMP) ## Re-freeze constraints.txt from the current venv
 	$(BIN)/pip freeze --exclude-editable | sort -f > constraints.txt
 
 clean: stack-down ## Remove local state (stack, Spark cluster, warehouse); keeps the venv and jar cache
-	@if [ -x $(BIN)/python ]; then $(BIN)/python -m ingest.localstack.spark_cluster down; fi
+	@if [ -x $(BIN)/python ]; then $(BIN)/python -m ingest.dev.localstack.spark_cluster down; fi
 	rm -rf .stack warehouse target logs
 
 # --- dbt (analytics engineers) -------------------------------------------------
@@ -106,10 +107,10 @@ lint-sql: setup ## sqlfluff on models and macros (the SQL the macros render)
 	$(BIN)/sqlfluff lint models macros data-tests
 
 cluster-up: setup ## Start a Spark standalone master + worker + Thrift Server on loopback
-	$(BIN)/python -m ingest.localstack.spark_cluster up
+	$(BIN)/python -m ingest.dev.localstack.spark_cluster up
 
 cluster-down: ## Stop the local Spark cluster (idempotent)
-	$(BIN)/python -m ingest.localstack.spark_cluster down
+	$(BIN)/python -m ingest.dev.localstack.spark_cluster down
 
 dbt-build-cluster: cluster-up ## dbt build against the Spark cluster (target cluster, thrift)
 	$(BIN)/ingest games sync --check

@@ -31,11 +31,11 @@ import pyarrow.compute as pc
 from confluent_kafka import Producer
 from deltalake import DeltaTable
 
-from ingest.endpoints import Endpoints
-from ingest.paths import PROJECT_DIR
-from ingest.producer.datagen import EventGenerator
-from ingest.producer.publish import ensure_topic, register_versions, schema_id_of
-from ingest.schemas import load_version
+from ingest.core.endpoints import Endpoints
+from ingest.core.paths import PROJECT_DIR
+from ingest.dev.demo_schemas import load_version
+from ingest.dev.producer.datagen import EventGenerator
+from ingest.dev.producer.publish import ensure_topic, register_versions, schema_id_of
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "ingest.md"
 VERSIONS = [1, 2, 3]

@@ -9,7 +9,7 @@ writer appends the same batches to a Delta table of its own, one commit per batc
 * delta-rs: the service's path, ``BronzeWriter.write_files`` + fenced ``commit`` carrying the
   per-partition offsets (app transactions) in the same commit;
 * Spark: ``createDataFrame(arrow table)`` + ``write.format("delta").mode("append")``
-  partitioned by ``event_date``, in the project's local session (``ingest.spark``).
+  partitioned by ``event_date``, in the project's local session (``ingest.core.spark``).
 
 Both tables are created and warmed up with one small batch first, so table creation and JVM
 start-up are not counted. Rows/s per writer are printed and appended, with machine, date and
@@ -32,16 +32,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from ingest.decode import Decoder
-from ingest.endpoints import DEFAULT_BOOTSTRAP_SERVERS, DEFAULT_REGISTRY_URL, Endpoints
-from ingest.offsets import TopicPartition
-from ingest.paths import PROJECT_DIR
-from ingest.producer.datagen import EventGenerator
-from ingest.producer.publish import register_versions
-from ingest.registry import RegistryClient
-from ingest.schemas import load_version
-from ingest.settings import load_settings
-from ingest.writer import BronzeWriter, Landing
+from ingest.core.endpoints import DEFAULT_BOOTSTRAP_SERVERS, DEFAULT_REGISTRY_URL, Endpoints
+from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings import load_settings
+from ingest.dev.demo_schemas import load_version
+from ingest.dev.producer.datagen import EventGenerator
+from ingest.dev.producer.publish import register_versions
+from ingest.landing.bronze_writer import BronzeWriter, Landing
+from ingest.landing.decode import Decoder
+from ingest.landing.offsets import TopicPartition
+from ingest.landing.registry import RegistryClient
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "writer_choice.md"
 VERSIONS = [1, 2, 3]
@@ -161,7 +161,7 @@ def _evolve(writer: BronzeWriter, table: pa.Table) -> None:
 
 
 def bench_spark(batches: list[pa.Table], warmup: pa.Table, path: Path, warehouse: Path) -> float:
-    from ingest.spark import local_session
+    from ingest.core.spark import local_session
 
     spark = local_session(warehouse)
 

@@ -10,48 +10,27 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from ingest.errors import IngestError
+from ingest.core.errors import IngestError
 
 Handler = Callable[[argparse.Namespace], int]
 
 
-def _stack_command(args: argparse.Namespace) -> int:
-    from ingest.localstack import stack
-
-    ports = stack.StackPorts.from_env()
-    if args.verb == "up":
-        stack.up(ports)
-    elif args.verb == "down":
-        stack.down(ports)
-    else:
-        return 0 if stack.describe(ports) else 1
-    return 0
-
-
-def _add_stack(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "stack",
-        help="start, stop or show the local Kafka + Schema Registry",
-        description="The local stack on loopback. Ports: KAFKA_PORT (9092), KAFKA_CONTROLLER_PORT (9093), "
-        "SCHEMA_REGISTRY_PORT (8081), SCHEMA_REGISTRY_MANAGEMENT_PORT (9081).",
-    )
-    parser.add_argument("verb", choices=["up", "down", "status"])
-    parser.set_defaults(handler=_stack_command)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    from ingest import games, lakehouse, replay, service, status
-    from ingest.producer import cli as produce_cli
+    from ingest.dev.localstack import command as stack_command
+    from ingest.dev.producer import cli as produce_cli
+    from ingest.games import command as games_command
+    from ingest.landing import run_command
+    from ingest.ops import dbt_build, dead_letter_commands, status
 
     parser = argparse.ArgumentParser(prog="ingest", description="gamelake: Kafka protobuf events -> Delta")
     subparsers = parser.add_subparsers(dest="command", required=True)
     produce_cli.add_parser(subparsers)
-    games.add_parser(subparsers)
-    lakehouse.add_parser(subparsers)
-    service.add_parser(subparsers)
+    games_command.add_parser(subparsers)
+    dbt_build.add_parser(subparsers)
+    run_command.add_parser(subparsers)
     status.add_parser(subparsers)
-    replay.add_parser(subparsers)
-    _add_stack(subparsers)
+    dead_letter_commands.add_parser(subparsers)
+    stack_command.add_parser(subparsers)
     return parser
 
 

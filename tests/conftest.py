@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ingest.endpoints import Endpoints
+from ingest.core.endpoints import Endpoints
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,8 @@ def stack() -> Iterator[Stack]:
     if "KAFKA_BOOTSTRAP_SERVERS" in os.environ and "SCHEMA_REGISTRY_URL" in os.environ:
         yield Stack(os.environ["KAFKA_BOOTSTRAP_SERVERS"], os.environ["SCHEMA_REGISTRY_URL"])
         return
-    from ingest.localstack import process
-    from ingest.localstack.stack import StackPorts, servers
+    from ingest.dev.localstack import process
+    from ingest.dev.localstack.stack import StackPorts, servers
 
     ports = StackPorts.from_env()
     started = [server for server in servers(ports) if process.start(server)]

@@ -1,7 +1,10 @@
-{#- The bronze -> staging contract: rename to house style, cast to fixed types,
-    and fill columns of schema versions that have not landed yet with typed nulls,
-    so everything downstream sees one stable shape. Bronze columns unknown here
-    (a future schema version) pass through under their own name. -#}
+{#- The bronze -> staging contract (ingest/core/bronze_contract.yml, generated into
+    _bronze_event_columns): rename to house style, cast to fixed types, and fill columns
+    of schema versions that have not landed yet with typed nulls, so everything
+    downstream sees one stable shape. Bronze columns unknown to the contract (a future
+    schema version) pass through under their own name, or, when that name is a staging
+    column already (a producer field called schema_id), as _bronze_passthrough_prefix()
+    + their name (the contract's passthrough_prefix rule). -#}
 {% macro stage_bronze_events(source_relation) %}
     {%- set present = {} -%}
     {%- if execute -%}
@@ -10,7 +13,7 @@
         {%- endfor -%}
     {%- endif -%}
     {%- set known = _bronze_event_columns() -%}
-    {%- set known_names = known | map(attribute='bronze') | list -%}
+    {%- set passthrough = _bronze_passthrough_columns(present, known) -%}
 with bronze_game_events as (
     select * from {{ source_relation }}
 ),
@@ -24,8 +27,8 @@ renamed as (
             cast(null as {{ column.type }})
         {%- endif %} as {{ column.name }},
         {%- endfor %}
-        {%- for name in present if name not in known_names %}
-        `{{ name }}`,
+        {%- for name, alias in passthrough %}
+        `{{ name }}`{% if alias != name %} as `{{ alias }}`{% endif %},
         {%- endfor %}
         concat_ws(
             ':', _kafka_topic, cast(_kafka_partition as string), cast(_kafka_offset as string)
@@ -36,31 +39,22 @@ renamed as (
 select * from renamed
 {%- endmacro %}
 
-{#- bronze name, staging name, type, and the event schema version that added it. -#}
-{% macro _bronze_event_columns() %}
-    {{ return([
-        {'bronze': 'event_id', 'name': 'event_id', 'type': 'string', 'since': 1},
-        {'bronze': 'game_name', 'name': 'game_slug', 'type': 'string', 'since': 1},
-        {'bronze': 'gamer_id', 'name': 'gamer_id', 'type': 'string', 'since': 1},
-        {'bronze': 'event_type', 'name': 'event_type', 'type': 'string', 'since': 1},
-        {'bronze': 'event_timestamp', 'name': 'event_at', 'type': 'timestamp', 'since': 1},
-        {'bronze': 'event_date', 'name': 'event_date', 'type': 'date', 'since': 1},
-        {'bronze': 'device_id', 'name': 'device_id', 'type': 'string', 'since': 1},
-        {'bronze': 'session_id', 'name': 'session_id', 'type': 'string', 'since': 2},
-        {'bronze': 'score', 'name': 'score', 'type': 'bigint', 'since': 2},
-        {'bronze': 'level', 'name': 'level', 'type': 'int', 'since': 2},
-        {'bronze': 'duration_ms', 'name': 'duration_ms', 'type': 'bigint', 'since': 3},
-        {'bronze': 'platform', 'name': 'platform', 'type': 'string', 'since': 3},
-        {'bronze': 'region', 'name': 'region', 'type': 'string', 'since': 3},
-        {'bronze': 'client_build', 'name': 'client_build', 'type': 'string', 'since': 4},
-        {'bronze': 'is_ranked', 'name': 'is_ranked', 'type': 'boolean', 'since': 4},
-        {'bronze': 'network_latency_ms', 'name': 'network_latency_ms', 'type': 'double', 'since': 4},
-        {'bronze': '_kafka_topic', 'name': 'kafka_topic', 'type': 'string', 'since': 1},
-        {'bronze': '_kafka_partition', 'name': 'kafka_partition', 'type': 'int', 'since': 1},
-        {'bronze': '_kafka_offset', 'name': 'kafka_offset', 'type': 'bigint', 'since': 1},
-        {'bronze': '_kafka_timestamp', 'name': 'kafka_published_at', 'type': 'timestamp', 'since': 1},
-        {'bronze': '_kafka_key', 'name': 'kafka_key', 'type': 'string', 'since': 1},
-        {'bronze': '_schema_id', 'name': 'schema_id', 'type': 'int', 'since': 1},
-        {'bronze': '_ingested_at', 'name': 'ingested_at', 'type': 'timestamp', 'since': 1},
-    ]) }}
+{#- [(bronze name, staging alias)] of the bronze columns the contract does not list. -#}
+{% macro _bronze_passthrough_columns(present, known) %}
+    {%- set known_names = known | map(attribute='bronze') | list -%}
+    {%- set taken = (known | map(attribute='name') | list) + ['bronze_row_key'] -%}
+    {%- set prefix = _bronze_passthrough_prefix() -%}
+    {%- set columns = [] -%}
+    {%- for name in present if name not in known_names -%}
+        {%- set alias = prefix ~ name if name in taken else name -%}
+        {%- if alias != name and alias in present -%}
+            {{ exceptions.raise_compiler_error(
+                "bronze has both " ~ name ~ " and " ~ alias ~ ": " ~ name ~ " is a staging column, "
+                ~ "so the passthrough_prefix rule would name it " ~ alias ~ ", which bronze holds "
+                ~ "too. Add one of them to ingest/core/bronze_contract.yml under another name."
+            ) }}
+        {%- endif -%}
+        {%- do columns.append((name, alias)) -%}
+    {%- endfor -%}
+    {{ return(columns) }}
 {% endmacro %}

@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ingest.paths import PROJECT_DIR
+from ingest.core.paths import PROJECT_DIR
 
 DBT_PROJECT_FILES = ["dbt_project.yml", "models", "macros", "data-tests", "seeds", "profiles"]
 EVENT_TYPES = [

@@ -15,7 +15,7 @@ import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from deltalake import DeltaTable
 
-from ingest.paths import PROJECT_DIR
+from ingest.core.paths import PROJECT_DIR
 
 
 def bronze(warehouse: Path) -> pa.Table:

@@ -1,6 +1,6 @@
 """`dbt build --target cluster` on a real distributed Spark: standalone master + worker + Thrift Server.
 
-The cluster is started and stopped by project code (ingest.localstack.spark_cluster) on
+The cluster is started and stopped by project code (ingest.dev.localstack.spark_cluster) on
 loopback, with a private state folder and metastore. Bronze is written with delta-rs, as the
 ingest service writes it; the results are read back through the Thrift Server and compared
 with expectations computed in Python.
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from ingest import games
-from ingest.localstack import process, spark_cluster
+from ingest.dev.localstack import process, spark_cluster
+from ingest.games import model_files as games
 from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

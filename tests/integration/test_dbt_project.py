@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from ingest import games
-from ingest.paths import PROJECT_DIR
+from ingest.core.contract import load_contract
+from ingest.core.paths import PROJECT_DIR
+from ingest.games import model_files as games
 from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -87,7 +88,7 @@ class Lake:
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
-    from ingest.spark import local_session
+    from ingest.core.spark import local_session
 
     root = tmp_path_factory.mktemp("dbt")
     with pytest.MonkeyPatch.context() as env:
@@ -314,6 +315,35 @@ def test_full_refresh_is_refused(lake: Lake) -> None:
     assert after == before, "--full-refresh rebuilt silver"
     new_operations = [op for version, op in history() if version > last_version]
     assert not any("REPLACE" in op or "CREATE" in op for op in new_operations), new_operations
+
+
+def test_producer_fields_named_like_staging_columns_reach_staging_renamed(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # A studio adds fields named like staging's own columns; the ingest lands them as sent. Without
+    # the contract's passthrough_prefix rule every model would fail on a duplicate column.
+    contract = load_contract()
+    fields = {"schema_id": 777, "event_at": "local noon", "bronze_row_key": "k-1"}
+    rows = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=5), **fields) for _ in range(3)]
+    lake.land(rows, support.schema_for(4) + ", schema_id bigint, event_at string, bronze_row_key string")
+
+    lake.build("build with colliding producer fields", "stg_bronze__game_events", f"silver_{ACTIVE}")
+
+    staged = lake.spark.sql(
+        "select * from bronze.stg_bronze__game_events where event_id in ({})".format(
+            ", ".join(f"'{row['event_id']}'" for row in rows)
+        )
+    ).collect()
+    assert len(staged) == 3
+    for row in staged:
+        values = row.asDict()
+        for name, sent in fields.items():
+            assert values[contract.passthrough_name(name)] == sent
+        assert values["schema_id"] == 4  # the contract's column, from bronze _schema_id
+        assert values["bronze_row_key"].startswith("game-events:")
+    assert {"proto_schema_id", "proto_event_at", "proto_bronze_row_key"} <= set(
+        lake.columns(f"silver.silver_{ACTIVE}")
+    )
 
 
 def test_docs_site_shows_each_games_lineage(lake: Lake, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ingest.paths import PROJECT_DIR
+from ingest.core.paths import PROJECT_DIR
 from tests.integration.ingest_support import service_env
 
 pytestmark = pytest.mark.integration
@@ -37,7 +37,7 @@ def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_bad_configuration_is_a_clear_error(stack, fresh_topic, tmp_path, override, message):
-    from ingest.producer.publish import ensure_topic
+    from ingest.dev.producer.publish import ensure_topic
 
     ensure_topic(stack.endpoints(fresh_topic), 1)
     result = _run({**service_env(stack, fresh_topic, tmp_path), **override})

@@ -8,9 +8,9 @@ import signal
 import pytest
 from deltalake import DeltaTable
 
-from ingest import wire
-from ingest.producer.datagen import EventGenerator
-from ingest.producer.publish import publish
+from ingest.dev.producer.datagen import EventGenerator
+from ingest.dev.producer.publish import publish
+from ingest.landing import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     produce_raw,

@@ -12,11 +12,11 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 
-from ingest import wire
-from ingest.producer.publish import ensure_topic, register_versions
-from ingest.replay import read_topic, select
-from ingest.schemas import load_version
-from ingest.settings import load_settings
+from ingest.core.settings import load_settings
+from ingest.dev.demo_schemas import load_version
+from ingest.dev.producer.publish import ensure_topic, register_versions
+from ingest.landing import wire_format as wire
+from ingest.ops.dead_letter_commands import read_topic, select
 from tests.integration.ingest_support import bronze, kafka_coordinates, run_service, service_env
 from tests.integration.test_ingest_dead_letters import _score_as_string, _variant
 

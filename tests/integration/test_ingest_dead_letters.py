@@ -10,9 +10,9 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
-from ingest import wire
-from ingest.producer.publish import ensure_topic, register_versions
-from ingest.schemas import MESSAGE_NAME, load_version
+from ingest.dev.demo_schemas import MESSAGE_NAME, load_version
+from ingest.dev.producer.publish import ensure_topic, register_versions
+from ingest.landing import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,

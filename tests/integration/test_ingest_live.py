@@ -9,8 +9,8 @@ import urllib.request
 
 import pytest
 
-from ingest.producer.datagen import EventGenerator
-from ingest.producer.publish import publish
+from ingest.dev.producer.datagen import EventGenerator
+from ingest.dev.producer.publish import publish
 from tests.integration.ingest_support import assert_exactly_once, bronze, service_env, start_service, table
 
 pytestmark = pytest.mark.integration

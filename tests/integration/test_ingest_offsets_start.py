@@ -17,9 +17,9 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from ingest import wire
-from ingest.producer.publish import ensure_topic, register_versions
-from ingest.schemas import load_version
+from ingest.dev.demo_schemas import load_version
+from ingest.dev.producer.publish import ensure_topic, register_versions
+from ingest.landing import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,

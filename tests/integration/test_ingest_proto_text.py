@@ -15,9 +15,9 @@ import requests
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from google.protobuf import timestamp_pb2
 
-from ingest import wire
-from ingest.producer.publish import ensure_topic
-from ingest.schemas import PROTO_DIR, PROTO_FILE, load_version
+from ingest.dev.demo_schemas import PROTO_DIR, PROTO_FILE, load_version
+from ingest.dev.producer.publish import ensure_topic
+from ingest.landing import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from ingest.producer.datagen import EventGenerator
-from ingest.producer.publish import publish
+from ingest.dev.producer.datagen import EventGenerator
+from ingest.dev.producer.publish import publish
 from tests.integration.ingest_support import (
     assert_exactly_once,
     landed_coordinates,

@@ -14,15 +14,15 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from deltalake import DeltaTable
 
-from ingest import wire
-from ingest.endpoints import Endpoints
-from ingest.localstack import process
-from ingest.localstack.kafka import broker
-from ingest.localstack.registry import confluent_url, registry
-from ingest.paths import PROJECT_DIR
-from ingest.producer.datagen import EventGenerator
-from ingest.producer.publish import ensure_topic, publish
-from ingest.schemas import load_version
+from ingest.core.endpoints import Endpoints
+from ingest.core.paths import PROJECT_DIR
+from ingest.dev.demo_schemas import load_version
+from ingest.dev.localstack import process
+from ingest.dev.localstack.kafka import broker
+from ingest.dev.localstack.registry import confluent_url, registry
+from ingest.dev.producer.datagen import EventGenerator
+from ingest.dev.producer.publish import ensure_topic, publish
+from ingest.landing import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
@@ -257,8 +257,8 @@ def test_dlq_replay_from_the_topic_sink_lands_once(private_stack, tmp_path):
 
     # The topic cannot be stamped: its dead letters are still there, and replaying them again
     # (a rerun, or a crash before anything could be recorded) must not duplicate a row.
-    from ingest.replay import read_topic, replay
-    from ingest.settings import load_settings
+    from ingest.core.settings import load_settings
+    from ingest.ops.dead_letter_commands import read_topic, replay
 
     settings = load_settings(
         bootstrap_servers=private_stack.bootstrap_servers,

@@ -18,9 +18,9 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from ingest.producer.datagen import EventGenerator
-from ingest.producer.publish import publish, registry_client
-from ingest.schemas import MESSAGE_NAME, load_version
+from ingest.dev.demo_schemas import MESSAGE_NAME, load_version
+from ingest.dev.producer.datagen import EventGenerator
+from ingest.dev.producer.publish import publish, registry_client
 
 pytestmark = pytest.mark.integration
 

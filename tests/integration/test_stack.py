@@ -8,11 +8,11 @@ import pytest
 import requests
 from confluent_kafka.admin import AdminClient
 
-from ingest.errors import StackError
-from ingest.localstack import process
-from ingest.localstack.kafka import broker
-from ingest.localstack.registry import confluent_url, registry
-from ingest.localstack.stack import StackPorts, describe, up
+from ingest.core.errors import StackError
+from ingest.dev.localstack import process
+from ingest.dev.localstack.kafka import broker
+from ingest.dev.localstack.registry import confluent_url, registry
+from ingest.dev.localstack.stack import StackPorts, describe, up
 
 pytestmark = pytest.mark.integration
 

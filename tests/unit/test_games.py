@@ -6,9 +6,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
-from ingest import cli, games
-from ingest.paths import PROJECT_DIR
+from ingest import cli
+from ingest.core.identifiers import slug_problem
+from ingest.core.paths import PROJECT_DIR
+from ingest.games.layout import REGISTRY
+from ingest.games.model_files import sync
+from ingest.games.seed import GameRegistryError, read_games
 
 HEADER = "game_slug,display_name,is_active,studio,genre,platforms,launch_date"
 GOOD = "space_raiders,Space Raiders,true,Nebula Forge,shooter,pc,2023-03-14"
@@ -19,7 +24,7 @@ def project(tmp_path: Path) -> Path:
     """A throwaway project: seeds/ and the generated folders, as `ingest games sync` sees them."""
     (tmp_path / "seeds").mkdir()
     (tmp_path / "seeds" / "games.csv").write_text(f"{HEADER}\n{GOOD}\n")
-    games.sync(tmp_path)
+    sync(tmp_path)
     return tmp_path
 
 
@@ -77,8 +82,8 @@ def test_duplicate_slug_is_refused_naming_both_lines(
 def test_every_bad_line_is_reported_at_once(tmp_path: Path) -> None:
     seed = tmp_path / "games.csv"
     seed.write_text(f"{HEADER}\nbad slug,A,true,,,,\ngood,B,maybe,,,,\n9lives,C,true,,,,\n")
-    with pytest.raises(games.GameRegistryError) as raised:
-        games.read_games(seed)
+    with pytest.raises(GameRegistryError) as raised:
+        read_games(seed)
     message = str(raised.value)
     assert "line 2" in message and "line 3" in message and "line 4" in message
     assert "is_active is 'maybe'" in message
@@ -86,14 +91,14 @@ def test_every_bad_line_is_reported_at_once(tmp_path: Path) -> None:
 
 def test_safe_slugs_pass() -> None:
     for slug in ("space_raiders", "a", "game_2", "x" * 40, "selection", "drop_zone"):
-        assert games.slug_problem(slug) is None, slug
+        assert slug_problem(slug) is None, slug
 
 
 def test_sync_generates_one_config_plus_macro_call_per_model(project: Path) -> None:
     seed = project / "seeds" / "games.csv"
     seed.write_text(f"{HEADER}\n{GOOD}\nkart_legends,Kart Legends,false,Turbo Owl,racing,pc,2022-11-02\n")
 
-    result = games.sync(project)
+    result = sync(project)
 
     expected = {
         "models/silver/games/silver_kart_legends.sql": "silver_game_events('kart_legends')",
@@ -104,10 +109,26 @@ def test_sync_generates_one_config_plus_macro_call_per_model(project: Path) -> N
         lines = (project / path).read_text().splitlines()
         assert Path(path) in result.written
         assert len(lines) == 3 and lines[1].startswith("{{ config(") and call in lines[2]
-    registry = (project / games.REGISTRY).read_text()
+    registry = (project / REGISTRY).read_text()
     assert registry.index("'space_raiders'") < registry.index("'kart_legends'")
     assert "silver_kart_legends" in (project / "models/silver/games/_silver_games__models.yml").read_text()
-    assert not games.sync(project, check=True).changed, "a second sync has nothing to do"
+    assert not sync(project, check=True).changed, "a second sync has nothing to do"
+
+
+def test_a_further_game_adds_a_few_yml_lines_and_gets_every_column_and_test(project: Path) -> None:
+    silver_yml = project / "models/silver/games/_silver_games__models.yml"
+    gold_yml = project / "models/gold/games/_gold_games__models.yml"
+    one_game = len(silver_yml.read_text().splitlines()) + len(gold_yml.read_text().splitlines())
+    (project / "seeds" / "games.csv").write_text(f"{HEADER}\n{GOOD}\nkart,Kart,true,S,racing,pc,2024-01-01\n")
+
+    sync(project)
+
+    two_games = len(silver_yml.read_text().splitlines()) + len(gold_yml.read_text().splitlines())
+    assert two_games - one_game <= 12, "the column lists are written once, under YAML anchors"
+    for path in (silver_yml, gold_yml):
+        models = yaml.safe_load(path.read_text())["models"]
+        half = len(models) // 2  # the first game's models, then the second's
+        assert [m["columns"] for m in models[:half]] == [m["columns"] for m in models[half:]]
 
 
 def test_removing_a_game_removes_only_generated_files(project: Path) -> None:
@@ -115,7 +136,7 @@ def test_removing_a_game_removes_only_generated_files(project: Path) -> None:
     handwritten.write_text("select 1\n")
     (project / "seeds" / "games.csv").write_text(f"{HEADER}\nother_game,Other,true,S,arcade,pc,2024-01-01\n")
 
-    result = games.sync(project)
+    result = sync(project)
 
     assert Path("models/silver/games/silver_space_raiders.sql") in result.removed
     assert not (project / "models/silver/games/silver_space_raiders.sql").exists()
@@ -136,5 +157,5 @@ def test_the_repository_is_in_sync_with_its_seed(tmp_path: Path) -> None:
     """The committed generated files match seeds/games.csv (what CI would catch on a stale commit)."""
     for name in ("seeds", "models", "macros"):
         shutil.copytree(PROJECT_DIR / name, tmp_path / name)
-    result = games.sync(tmp_path, check=True)
+    result = sync(tmp_path, check=True)
     assert not result.changed, f"run `ingest games sync`: {result.written + result.removed}"

@@ -1,7 +1,7 @@
 import pytest
 
-from ingest.errors import ConfigError
-from ingest.identifiers import validate_slug, validate_slugs
+from ingest.core.errors import ConfigError
+from ingest.core.identifiers import validate_slug, validate_slugs
 
 
 @pytest.mark.parametrize("slug", ["space_raiders", "g", "kart2", "a_b_c_1"])

@@ -12,7 +12,7 @@ import time
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from ingest.maintenance import compact, compaction_lock
+from ingest.landing.compaction import compact, compaction_lock
 
 
 def _small_files(path, count: int = 12) -> None:

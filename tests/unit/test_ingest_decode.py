@@ -10,15 +10,15 @@ import pytest
 from confluent_kafka import Message
 from google.protobuf.descriptor import FieldDescriptor
 
-from ingest import wire
-from ingest.columns import field_column
-from ingest.decode import Decoder
-from ingest.errors import FramingError
-from ingest.offsets import TopicPartition
-from ingest.registry import UnknownSchemaId
-from ingest.schema_guard import ColumnRegistry
-from ingest.schemas import available_versions, load_version
-from ingest.service import _ranges
+from ingest.core.errors import FramingError
+from ingest.dev.demo_schemas import available_versions, load_version
+from ingest.landing import wire_format as wire
+from ingest.landing.batch import partition_ranges
+from ingest.landing.bronze_columns import field_column
+from ingest.landing.decode import Decoder
+from ingest.landing.offsets import TopicPartition
+from ingest.landing.registry import UnknownSchemaId
+from ingest.landing.schema_guard import ColumnRegistry
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -213,5 +213,5 @@ def test_batch_ranges_count_every_record_and_its_dead_letters_per_partition():
         got = expected.setdefault(tp, {"first_offset": r.offset(), "rows": 0, "dead_letters": 0})
         got["last_offset"] = r.offset()
         got["rows" if r.value() == wire.frame(2, good) else "dead_letters"] += 1
-    assert _ranges(decoded) == expected
+    assert {tp: r.as_dict() for tp, r in partition_ranges(decoded).items()} == expected
     assert sum(r["dead_letters"] for r in expected.values()) == len(decoded.dead_letters) > 0

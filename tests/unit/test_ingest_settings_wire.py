@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ingest import wire
-from ingest.errors import ConfigError, FramingError
-from ingest.settings import load_settings
+from ingest.core.errors import ConfigError, FramingError
+from ingest.core.settings import load_settings
+from ingest.landing import wire_format as wire
 
 
 def test_flags_win_over_environment_which_wins_over_the_file(tmp_path, monkeypatch):

@@ -10,10 +10,10 @@ import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
-from ingest.columns import field_column
-from ingest.offsets import TopicPartition
-from ingest.schemas import load_version
-from ingest.writer import BronzeWriter, FencedError, Landing, _split_by
+from ingest.dev.demo_schemas import load_version
+from ingest.landing.bronze_columns import field_column
+from ingest.landing.bronze_writer import BronzeWriter, FencedError, Landing, _split_by
+from ingest.landing.offsets import TopicPartition
 
 TP = TopicPartition("events", 0)
 

@@ -1,10 +1,10 @@
-"""The schema versions in ingest/proto only ever add fields: the rule the registry also enforces."""
+"""The schema versions in ingest/dev/proto only ever add fields: the rule the registry also enforces."""
 
 import itertools
 
 from google.protobuf.descriptor import FieldDescriptor
 
-from ingest.schemas import available_versions, load_version
+from ingest.dev.demo_schemas import available_versions, load_version
 
 
 def _fields(number):

@@ -1,7 +1,7 @@
 """The producer, the ingest service and the tests read the same connection variables."""
 
-from ingest.endpoints import Endpoints
-from ingest.settings import IngestSettings
+from ingest.core.endpoints import Endpoints
+from ingest.core.settings import IngestSettings
 
 
 def test_conventional_variables_reach_producer_and_service(monkeypatch):

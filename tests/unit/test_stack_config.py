@@ -1,8 +1,8 @@
 import pytest
 
-from ingest.errors import ConfigError, StackError
-from ingest.localstack.java import java_for
-from ingest.localstack.stack import StackPorts
+from ingest.core.errors import ConfigError, StackError
+from ingest.dev.localstack.java import java_for
+from ingest.dev.localstack.stack import StackPorts
 
 
 def test_missing_java_is_a_clear_error():

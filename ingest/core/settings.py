@@ -1,0 +1,239 @@
+"""The one typed configuration of the ingest service.
+
+Precedence, highest first: command-line flags, environment variables (``GAMELAKE_INGEST_<FIELD>``),
+an optional TOML file (``--config``), then the defaults below. The defaults of the connection
+settings are the project-wide variables ``KAFKA_BOOTSTRAP_SERVERS``, ``SCHEMA_REGISTRY_URL`` and
+``INGEST_TOPIC`` (see ingest/core/endpoints.py), which the producer and the tests read too.
+Secrets are ``SecretStr``: they print as ``**********`` in ``repr``, logs and errors, and are
+only unwrapped when handed to librdkafka or the registry client.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from ingest.core.endpoints import Endpoints
+from ingest.core.errors import ConfigError
+from ingest.core.paths import WAREHOUSE_DIR
+
+ENV_PREFIX = "GAMELAKE_INGEST_"
+# Settings the service owns: a passthrough may not override them, or exactly-once breaks.
+RESERVED_KAFKA_KEYS = frozenset(
+    {"enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset", "group.id", "bootstrap.servers"}
+)
+
+
+class IngestSettings(BaseSettings):
+    """Everything the ingest service reads. Each field can be set as GAMELAKE_INGEST_<NAME>."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", validate_default=True)
+
+    # Kafka
+    bootstrap_servers: str = Field(
+        default_factory=lambda: Endpoints.from_env().bootstrap_servers,
+        description="Kafka bootstrap servers, host:port,... (default: $KAFKA_BOOTSTRAP_SERVERS)",
+    )
+    topics: list[str] = Field(
+        default_factory=lambda: [Endpoints.from_env().topic],
+        description="Topics to consume (JSON list in the environment; default: [$INGEST_TOPIC]).",
+    )
+    group_id: str = Field(
+        "gamelake-ingest", description="Consumer group; instances sharing it split partitions."
+    )
+    security_protocol: Literal["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"] = Field(
+        "plaintext", description="Kafka security.protocol."
+    )
+    sasl_mechanism: str | None = Field(None, description="SASL mechanism, e.g. PLAIN, SCRAM-SHA-512.")
+    sasl_username: str | None = Field(None, description="SASL user name.")
+    sasl_password: SecretStr | None = Field(None, description="SASL password (secret).")
+    ssl_ca_location: Path | None = Field(None, description="CA bundle to verify the brokers.")
+    ssl_certificate_location: Path | None = Field(None, description="Client certificate for mutual TLS.")
+    ssl_key_location: Path | None = Field(None, description="Client private key for mutual TLS.")
+    ssl_key_password: SecretStr | None = Field(None, description="Password of the client key (secret).")
+    kafka: dict[str, str] = Field(
+        default_factory=dict, description="Any other librdkafka consumer setting, passed through untouched."
+    )
+    session_timeout_ms: int = Field(10_000, ge=1_000, description="Consumer session.timeout.ms.")
+    max_poll_interval_ms: int = Field(
+        300_000,
+        ge=1_000,
+        description="max.poll.interval.ms; a batch older than this is dropped, not committed.",
+    )
+
+    # Schema Registry
+    registry_url: str = Field(
+        default_factory=lambda: Endpoints.from_env().registry_url,
+        description="Confluent-compatible Schema Registry URL (default: $SCHEMA_REGISTRY_URL).",
+    )
+    registry_username: str | None = Field(None, description="Registry basic-auth user.")
+    registry_password: SecretStr | None = Field(None, description="Registry basic-auth password (secret).")
+    registry_bearer_token: SecretStr | None = Field(None, description="Registry bearer token (secret).")
+    registry_timeout_s: float = Field(10.0, gt=0, description="Timeout of one registry request.")
+    unknown_schema_retries: int = Field(
+        3, ge=0, description="Extra lookups of a schema id the registry does not know, before dead-lettering."
+    )
+    registry_retry_backoff_s: float = Field(0.5, ge=0, description="First backoff between registry retries.")
+
+    # Delta tables
+    warehouse_dir: Path = Field(
+        WAREHOUSE_DIR, description="Root of the lakehouse; tables live under bronze/."
+    )
+    app_id: str = Field(
+        "gamelake-ingest",
+        description="Delta app-transaction prefix holding the offsets; "
+        "keep it stable across groups and restarts.",
+    )
+
+    # Batching
+    flush_rows: int = Field(50_000, ge=1, description="Commit a batch at this many messages...")
+    flush_bytes: int = Field(64 * 1024 * 1024, ge=1, description="...or at this many value bytes...")
+    flush_interval_s: float = Field(1.0, gt=0, description="...or when its oldest message is this old.")
+
+    # Failure policy
+    dead_letter_sink: Literal["delta", "topic"] = Field("delta", description="Where dead letters go.")
+    dead_letter_topic: str | None = Field(None, description="Dead-letter topic when dead_letter_sink=topic.")
+    on_expired_offset: Literal["fail", "earliest"] = Field(
+        "fail",
+        description="When the offset stored in Delta fell out of Kafka's retention: "
+        "stop (fail) or log loudly, "
+        "record the gap in the event log and continue from the earliest offset.",
+    )
+
+    # Observability and maintenance
+    metrics_port: int = Field(9108, ge=0, le=65535, description="Port of /metrics and /healthz; 0 disables.")
+    metrics_host: str = Field("127.0.0.1", description="Address the metrics server binds.")
+    compact_every_commits: int = Field(
+        500, ge=0, description="Run OPTIMIZE (compaction) on bronze every N commits; 0 disables."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
+    caught_up_timeout_s: float = Field(
+        120.0, gt=0, description="--until-caught-up gives up if no partition is assigned within this time."
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: tuple[PydanticBaseSettingsSource, ...] = (init_settings, env_settings)
+        config_file = _CONFIG_FILE.get("path")
+        if config_file is not None:
+            sources += (TomlConfigSettingsSource(settings_cls, toml_file=config_file),)
+        return sources
+
+    @field_validator("topics")
+    @classmethod
+    def _topics_not_empty(cls, topics: list[str]) -> list[str]:
+        if not topics or any(not t.strip() for t in topics):
+            raise ValueError("name at least one topic, and no empty names")
+        return topics
+
+    @field_validator("kafka")
+    @classmethod
+    def _no_reserved_passthrough(cls, kafka: dict[str, str]) -> dict[str, str]:
+        clash = sorted(RESERVED_KAFKA_KEYS & kafka.keys())
+        if clash:
+            raise ValueError(f"{clash} are set by the service itself (exactly-once depends on them)")
+        return kafka
+
+    @model_validator(mode="after")
+    def _consistent(self) -> IngestSettings:
+        if self.dead_letter_sink == "topic" and not self.dead_letter_topic:
+            raise ValueError("dead_letter_sink=topic needs dead_letter_topic")
+        if self.registry_bearer_token is not None and self.registry_username is not None:
+            raise ValueError("set registry basic auth or a bearer token, not both")
+        if self.max_poll_interval_ms < self.session_timeout_ms:
+            raise ValueError("max_poll_interval_ms must be >= session_timeout_ms")
+        return self
+
+    @property
+    def bronze_path(self) -> Path:
+        return self.warehouse_dir / "bronze" / "game_events"
+
+    @property
+    def dead_letters_path(self) -> Path:
+        return self.warehouse_dir / "bronze" / "dead_letters"
+
+    @property
+    def event_log_path(self) -> Path:
+        return self.warehouse_dir / "bronze" / "ingest_event_log"
+
+    def kafka_security(self) -> dict[str, str]:
+        """librdkafka security settings, secrets unwrapped (only ever passed to librdkafka)."""
+        conf: dict[str, str] = {"security.protocol": self.security_protocol}
+        optional: dict[str, str | Path | SecretStr | None] = {
+            "sasl.mechanism": self.sasl_mechanism,
+            "sasl.username": self.sasl_username,
+            "sasl.password": self.sasl_password,
+            "ssl.ca.location": self.ssl_ca_location,
+            "ssl.certificate.location": self.ssl_certificate_location,
+            "ssl.key.location": self.ssl_key_location,
+            "ssl.key.password": self.ssl_key_password,
+        }
+        for key, value in optional.items():
+            if isinstance(value, SecretStr):
+                conf[key] = value.get_secret_value()
+            elif value is not None:
+                conf[key] = str(value)
+        return conf
+
+    def consumer_config(self) -> dict[str, Any]:
+        return {
+            **self.kafka,
+            **self.kafka_security(),
+            "bootstrap.servers": self.bootstrap_servers,
+            "group.id": self.group_id,
+            # Offsets live in Delta; Kafka's committed offsets only mirror them for lag monitoring.
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            # Never jump silently: an out-of-range position is an error the service reports.
+            "auto.offset.reset": "error",
+            "session.timeout.ms": self.session_timeout_ms,
+            "max.poll.interval.ms": self.max_poll_interval_ms,
+        }
+
+    def producer_config(self) -> dict[str, Any]:
+        """For the dead-letter topic and replays: same cluster and security, idempotent."""
+        return {
+            **self.kafka_security(),
+            "bootstrap.servers": self.bootstrap_servers,
+            "enable.idempotence": True,
+        }
+
+
+_CONFIG_FILE: dict[str, Path] = {}
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> IngestSettings:
+    """Build the settings from flags (``overrides``), environment and ``config_file``.
+
+    Invalid input becomes a ConfigError naming the field, never a traceback; secret values are
+    not echoed back.
+    """
+    if config_file is not None and not config_file.is_file():
+        raise ConfigError(f"settings file {config_file} does not exist")
+    _CONFIG_FILE.clear()
+    if config_file is not None:
+        _CONFIG_FILE["path"] = config_file
+    try:
+        return IngestSettings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as err:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in err.errors()
+        )
+        raise ConfigError(f"invalid ingest settings: {problems}") from None
+    finally:
+        _CONFIG_FILE.clear()

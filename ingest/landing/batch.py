@@ -1,0 +1,80 @@
+"""A batch: the records polled since the last commit, and what it covers per partition."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from confluent_kafka import Message
+
+from ingest.core.settings import IngestSettings
+from ingest.landing.decode import DecodedBatch
+from ingest.landing.offsets import TopicPartition
+
+
+class Batch:
+    """Records buffered for the next commit; due at flush_rows, flush_bytes or flush_interval_s."""
+
+    def __init__(self) -> None:
+        self.records: list[Message] = []
+        self.bytes = 0
+        self.started = 0.0
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def add(self, records: list[Message]) -> None:
+        if not records:
+            return
+        if not self.records:
+            self.started = time.monotonic()
+        self.records += records
+        self.bytes += sum(map(len, records))  # len(Message): its value's size, 0 for null
+
+    def is_due(self, settings: IngestSettings) -> bool:
+        return bool(self.records) and (
+            len(self.records) >= settings.flush_rows
+            or self.bytes >= settings.flush_bytes
+            or time.monotonic() - self.started >= settings.flush_interval_s
+        )
+
+    def owned(self, owns: Callable[[TopicPartition], bool]) -> list[Message]:
+        """The records of partitions ``owns`` accepts (all of them, but for a revoke race)."""
+        held = {TopicPartition(r.topic() or "", r.partition() or 0) for r in self.records}
+        if all(owns(tp) for tp in held):
+            return self.records
+        return [r for r in self.records if owns(TopicPartition(r.topic() or "", r.partition() or 0))]
+
+    def clear(self) -> None:
+        self.records, self.bytes = [], 0
+
+
+@dataclass
+class PartitionRange:
+    """One partition's part of a landed batch."""
+
+    first_offset: int
+    last_offset: int
+    rows: int
+    dead_letters: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def partition_ranges(decoded: DecodedBatch) -> dict[TopicPartition, PartitionRange]:
+    """Per partition: first and last offset of the batch, rows landed and dead letters."""
+    out: dict[TopicPartition, PartitionRange] = {}
+    if decoded.offsets is not None and decoded.offsets.num_rows:
+        stats = decoded.offsets.group_by(["topic", "partition"], use_threads=False).aggregate(
+            [("offset", "min"), ("offset", "max"), ("offset", "count")]
+        )
+        for row in stats.to_pylist():
+            tp = TopicPartition(row["topic"] or "", row["partition"] or 0)
+            out[tp] = PartitionRange(row["offset_min"], row["offset_max"], row["offset_count"])
+    for letter in decoded.dead_letters:
+        part = out[TopicPartition(letter.record.topic() or "", letter.record.partition() or 0)]
+        part.rows -= 1
+        part.dead_letters += 1
+    return out

@@ -1,0 +1,230 @@
+"""The bronze Delta writer: parquet files first, then one fenced commit with rows and offsets.
+
+``write_files`` writes one parquet file per ``event_date`` of a batch. ``commit`` adds them in
+a single Delta commit that also carries one app transaction per partition (its last offset).
+The commit is optimistic and fenced: it re-reads the stored offsets, refuses if any partition
+moved since this instance read it (another instance landed it: we are a zombie), and commits
+with no automatic retries, so nobody can slip a commit in between the check and ours. A lost
+race is re-checked and retried with the same files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Field, PostCommitHookProperties, Transaction
+from deltalake.exceptions import CommitFailedError, DeltaError
+from deltalake.transaction import AddAction, RemoveAction
+
+from ingest.core.errors import ConfigError, IngestError
+from ingest.landing import crash_points as hooks
+from ingest.landing.bronze_columns import (
+    FIELD_NUMBER_KEY,
+    KAFKA_COLUMNS,
+    PARTITION_COLUMN,
+    TIMESTAMP,
+    FieldColumn,
+)
+from ingest.landing.offsets import TopicPartition, txn_app_id
+from ingest.landing.schema_guard import ColumnRegistry, KnownColumn
+
+TABLE_CONFIGURATION = {"delta.checkpointInterval": "20", "delta.logRetentionDuration": "interval 7 days"}
+_COMMIT_ATTEMPTS = 20
+
+
+class FencedError(IngestError):
+    """Another instance landed one of our partitions since we read its offset: drop the batch."""
+
+
+@dataclass(frozen=True)
+class Landing:
+    """One partition's part of a commit: the offset we resumed from and the new last offset."""
+
+    expected: int | None
+    last: int
+
+
+def ensure_table(path: Path, schema: pa.Schema, partition_by: list[str] | None, name: str) -> DeltaTable:
+    """Open the Delta table at ``path``, creating it (with ``schema``) when missing."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK):
+            raise PermissionError(f"{path} is not writable")
+    except OSError as err:
+        raise ConfigError(f"cannot use {path} for the {name} table: {err.strerror or err}") from None
+    if DeltaTable.is_deltatable(str(path)):
+        return DeltaTable(str(path))
+    try:
+        return DeltaTable.create(
+            str(path),
+            schema,
+            mode="ignore",
+            partition_by=partition_by,
+            name=name,
+            configuration=TABLE_CONFIGURATION,
+        )
+    except DeltaError as err:
+        raise ConfigError(f"cannot create the {name} Delta table at {path}: {err}") from None
+
+
+class BronzeWriter:
+    def __init__(self, path: Path, app_id: str) -> None:
+        self.path = path
+        self.app_id = app_id
+        base = pa.schema([*KAFKA_COLUMNS, pa.field(PARTITION_COLUMN, pa.date32())])
+        self.table = ensure_table(path, base, [PARTITION_COLUMN], "game_events")
+
+    def refresh(self) -> DeltaTable:
+        self.table.update_incremental()
+        return self.table
+
+    def columns(self) -> ColumnRegistry:
+        """The columns bronze has now, with the proto field numbers they came from."""
+        known = {}
+        for f in pa.schema(self.refresh().schema().to_arrow()):
+            number = (f.metadata or {}).get(FIELD_NUMBER_KEY.encode())
+            known[f.name] = KnownColumn(f.name, f.type, int(number) if number is not None else None)
+        return ColumnRegistry(known)
+
+    def add_columns(self, columns: list[FieldColumn]) -> None:
+        """Schema evolution: new nullable columns, in a commit of their own before the rows."""
+        if columns:
+            existing = set(pa.schema(self.refresh().schema().to_arrow()).names)
+            fresh = [Field.from_arrow(c.arrow_field) for c in columns if c.name not in existing]
+            if fresh:
+                self.table.alter.add_columns(fresh)
+
+    def landed(self, tp: TopicPartition) -> int | None:
+        """The last offset of ``tp`` stored in Delta, or None."""
+        return self.refresh().transaction_version(txn_app_id(self.app_id, tp))
+
+    def write_files(self, table: pa.Table) -> list[AddAction | RemoveAction]:
+        """Write ``table`` as one parquet file per partition value; nothing is visible yet."""
+        adds: list[AddAction | RemoveAction] = []
+        dates = table.column(PARTITION_COLUMN)
+        now_us = int(time.time() * 1_000_000)
+        ingested_at = pa.repeat(pa.scalar(now_us, pa.int64()), table.num_rows).cast(TIMESTAMP)
+        data = table.drop_columns([PARTITION_COLUMN]).append_column(
+            pa.field("_ingested_at", TIMESTAMP), ingested_at
+        )
+        now_ms = now_us // 1000
+        for date, part in _split_by(data, dates):
+            value = date.isoformat() if date is not None else None
+            folder = f"{PARTITION_COLUMN}={value if value is not None else '__HIVE_DEFAULT_PARTITION__'}"
+            relative = f"{folder}/part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+            target = self.path / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(part, target, compression="snappy", row_group_size=1 << 20)
+            adds.append(
+                AddAction(
+                    relative, target.stat().st_size, {PARTITION_COLUMN: value}, now_ms, True, _stats(part)
+                )
+            )
+        hooks.reach("files_written")
+        return adds
+
+    def commit(
+        self,
+        adds: list[AddAction | RemoveAction],
+        landings: dict[TopicPartition, Landing],
+        metadata: dict[str, str],
+    ) -> int:
+        """Commit ``adds`` and the new offsets atomically; returns the new table version.
+
+        Raises FencedError when any partition's stored offset is not the one we resumed from.
+        """
+        txns = [Transaction(txn_app_id(self.app_id, tp), landing.last) for tp, landing in landings.items()]
+        for _ in range(_COMMIT_ATTEMPTS):
+            table = self.refresh()
+            for tp, landing in landings.items():
+                stored = table.transaction_version(txn_app_id(self.app_id, tp))
+                if stored != landing.expected:
+                    raise FencedError(
+                        f"{tp}: Delta holds offset {stored}, this instance resumed from {landing.expected}; "
+                        "another instance landed it, so this batch is dropped"
+                    )
+            try:
+                table.create_write_transaction(
+                    adds,
+                    "append",
+                    table.schema(),
+                    partition_by=[PARTITION_COLUMN],
+                    commit_properties=CommitProperties(
+                        custom_metadata=metadata, max_commit_retries=0, app_transactions=txns
+                    ),
+                    post_commithook_properties=PostCommitHookProperties(
+                        create_checkpoint=True, cleanup_expired_logs=False
+                    ),
+                )
+            except CommitFailedError:
+                continue  # another commit won this version: re-check the offsets and try again
+            version = self.refresh().version()
+            return version
+        raise IngestError(
+            f"could not commit to {self.path} after {_COMMIT_ATTEMPTS} attempts (heavy contention)"
+        )
+
+
+def _split_by(data: pa.Table, dates: pa.ChunkedArray) -> list[tuple[dt.date | None, pa.Table]]:
+    """The rows of each distinct date (nulls too), in batch order within a date.
+
+    One stable sort by the date's index and one ``take``, then zero-copy slices: a filter per
+    date would read the whole batch once per date.
+    """
+    distinct = pc.unique(dates)
+    if len(distinct) == 1:
+        return [(distinct[0].as_py(), data)]
+    codes = pc.index_in(dates, value_set=distinct).to_numpy(zero_copy_only=False)
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=len(distinct))
+    ordered = data.take(pa.array(order))
+    parts, start = [], 0
+    for date, count in zip(distinct.to_pylist(), counts.tolist(), strict=True):
+        parts.append((date, ordered.slice(start, count)))
+        start += count
+    return parts
+
+
+def _stats(table: pa.Table) -> str:
+    """Delta file statistics: record count, null counts, min/max of numbers and timestamps."""
+    nulls: dict[str, int] = {}
+    mins: dict[str, object] = {}
+    maxs: dict[str, object] = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        nulls[name] = column.null_count
+        kind = column.type
+        if column.null_count == len(column) or not (
+            pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_timestamp(kind)
+        ):
+            continue
+        bounds = pc.min_max(column)
+        low, high = bounds["min"], bounds["max"]
+        if pa.types.is_timestamp(kind):
+            # Delta stores millisecond precision: floor the minimum, ceil the maximum.
+            low_us, high_us = low.cast(pa.int64()).as_py(), high.cast(pa.int64()).as_py()
+            mins[name] = _iso_ms(low_us // 1000)
+            maxs[name] = _iso_ms(-(-high_us // 1000))
+        elif pa.types.is_floating(kind):
+            if pc.any(pc.is_nan(column)).as_py():
+                continue
+            mins[name], maxs[name] = low.as_py(), high.as_py()
+        else:
+            mins[name], maxs[name] = low.as_py(), high.as_py()
+    return json.dumps(
+        {"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    )
+
+
+def _iso_ms(epoch_ms: int) -> str:
+    seconds, millis = divmod(epoch_ms, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"

@@ -1,0 +1,181 @@
+"""Dead letters: every record that cannot land, kept whole, with where and why it failed.
+
+The Delta sink writes ``bronze/dead_letters`` with one app transaction per partition (the last
+offset it covers), so a batch re-read after a crash never writes the same dead letter twice.
+The topic sink re-publishes the raw key and value with the original headers plus ``gamelake.*``
+headers carrying the same fields as the table (at-least-once); the dead-letter record's own
+timestamp is when it was dead-lettered. ``TOPIC_HEADERS`` names them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import pyarrow as pa
+from confluent_kafka import KafkaException, Producer
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+from ingest.core.errors import IngestError
+from ingest.core.settings import IngestSettings
+from ingest.landing.bronze_columns import TIMESTAMP
+from ingest.landing.bronze_writer import ensure_table
+from ingest.landing.decode import DeadLetter, KafkaRecord
+from ingest.landing.offsets import TopicPartition, txn_app_id
+
+HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+DEAD_LETTER_SCHEMA = pa.schema(
+    [
+        pa.field("dead_letter_id", pa.string()),
+        pa.field("_kafka_topic", pa.string()),
+        pa.field("_kafka_partition", pa.int32()),
+        pa.field("_kafka_offset", pa.int64()),
+        pa.field("_kafka_timestamp", TIMESTAMP),
+        pa.field("_kafka_key", pa.binary()),
+        pa.field("_kafka_headers", pa.list_(HEADER)),
+        pa.field("value", pa.binary()),
+        pa.field("schema_id", pa.int32()),
+        pa.field("stage", pa.string()),
+        pa.field("error", pa.string()),
+        pa.field("batch_id", pa.string()),
+        pa.field("dead_lettered_at", TIMESTAMP),
+        pa.field("replayed_at", TIMESTAMP),
+    ]
+)
+
+
+TOPIC_HEADERS = (
+    "gamelake.topic",
+    "gamelake.partition",
+    "gamelake.offset",
+    "gamelake.timestamp_ms",
+    "gamelake.schema_id",
+    "gamelake.stage",
+    "gamelake.error",
+    "gamelake.batch_id",
+)
+
+
+def dead_letter_id(topic: str, partition: int, offset: int) -> str:
+    return f"{topic}:{partition}:{offset}"
+
+
+def _bytes(value: bytes | str | None) -> bytes | None:
+    return value.encode() if isinstance(value, str) else value
+
+
+def to_table(letters: Sequence[DeadLetter], batch_id: str) -> pa.Table:
+    now_us = int(time.time() * 1_000_000)
+    rows = []
+    for letter in letters:
+        r: KafkaRecord = letter.record
+        topic, partition, offset = r.topic() or "", r.partition() or 0, r.offset() or 0
+        rows.append(
+            {
+                "dead_letter_id": dead_letter_id(topic, partition, offset),
+                "_kafka_topic": topic,
+                "_kafka_partition": partition,
+                "_kafka_offset": offset,
+                "_kafka_timestamp": r.timestamp()[1] * 1000,
+                "_kafka_key": _bytes(r.key()),
+                "_kafka_headers": [{"key": k, "value": _bytes(v)} for k, v in (r.headers() or [])],
+                "value": _bytes(r.value()),
+                "schema_id": letter.schema_id,
+                "stage": letter.error.stage,
+                "error": str(letter.error),
+                "batch_id": batch_id,
+                "dead_lettered_at": now_us,
+                "replayed_at": None,
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=DEAD_LETTER_SCHEMA)
+
+
+class DeadLetterSink(Protocol):
+    def write(
+        self, letters: Sequence[DeadLetter], covers: dict[TopicPartition, int], batch_id: str
+    ) -> int: ...
+
+
+class DeltaDeadLetters:
+    """The ``bronze/dead_letters`` Delta table."""
+
+    def __init__(self, path: Path, app_id: str) -> None:
+        self.path = path
+        self.app_id = f"{app_id}-dlq"
+        self.table = ensure_table(path, DEAD_LETTER_SCHEMA, None, "dead_letters")
+
+    def write(self, letters: Sequence[DeadLetter], covers: dict[TopicPartition, int], batch_id: str) -> int:
+        """Append ``letters`` not yet written (per-partition offset above the stored one)."""
+        if not letters:
+            return 0
+        self.table.update_incremental()
+        floors = {tp: self.table.transaction_version(txn_app_id(self.app_id, tp)) for tp in covers}
+        fresh = []
+        for letter in letters:
+            tp = TopicPartition(letter.record.topic() or "", letter.record.partition() or 0)
+            floor = floors.get(tp)
+            if floor is None or (letter.record.offset() or 0) > floor:
+                fresh.append(letter)
+        if not fresh:
+            return 0
+        txns = [Transaction(txn_app_id(self.app_id, tp), last) for tp, last in covers.items()]
+        write_deltalake(
+            self.table,
+            to_table(fresh, batch_id),
+            mode="append",
+            commit_properties=CommitProperties(app_transactions=txns, custom_metadata={"batch_id": batch_id}),
+        )
+        return len(fresh)
+
+
+class TopicDeadLetters:
+    """A dead-letter topic: the raw key and value, original headers plus ``gamelake.*`` headers."""
+
+    def __init__(self, settings: IngestSettings) -> None:
+        assert settings.dead_letter_topic is not None
+        self.topic = settings.dead_letter_topic
+        self.producer = Producer(settings.producer_config())
+
+    def write(self, letters: Sequence[DeadLetter], covers: dict[TopicPartition, int], batch_id: str) -> int:
+        errors: list[str] = []
+
+        def delivered(err: object, _msg: object) -> None:
+            if err is not None:
+                errors.append(str(err))
+
+        for letter in letters:
+            r = letter.record
+            headers: list[tuple[str, str | bytes | None]] = [
+                *(r.headers() or []),
+                ("gamelake.topic", (r.topic() or "").encode()),
+                ("gamelake.partition", str(r.partition()).encode()),
+                ("gamelake.offset", str(r.offset()).encode()),
+                ("gamelake.timestamp_ms", str(r.timestamp()[1]).encode()),
+                (
+                    "gamelake.schema_id",
+                    str(letter.schema_id if letter.schema_id is not None else "").encode(),
+                ),
+                ("gamelake.stage", letter.error.stage.encode()),
+                ("gamelake.error", str(letter.error).encode()),
+                ("gamelake.batch_id", batch_id.encode()),
+            ]
+            try:
+                self.producer.produce(self.topic, r.value(), r.key(), headers=headers, on_delivery=delivered)
+            except (KafkaException, BufferError) as err:
+                errors.append(str(err))
+        if self.producer.flush(30) or errors:
+            raise IngestError(f"dead-letter topic {self.topic}: delivery failed: {errors[:3]}")
+        return len(letters)
+
+
+def make_sink(settings: IngestSettings) -> DeadLetterSink:
+    if settings.dead_letter_sink == "topic":
+        return TopicDeadLetters(settings)
+    return DeltaDeadLetters(settings.dead_letters_path, settings.app_id)
+
+
+def read_table(path: Path) -> pa.Table:
+    return DeltaTable(str(path)).to_pyarrow_table()

@@ -1,0 +1,330 @@
+"""Batch decoding: Confluent-framed protobuf Kafka records -> one Arrow table + dead letters.
+
+Work per schema id happens once: the registry lookup, the message class and the column plan
+are cached in ``Decoder``. The batch is worked column by column, never row by row: the Kafka
+metadata is read in one pass per field into Arrow arrays, framing groups values by their
+header bytes (``wire.split``), each group is parsed by upb with one cached class, and each
+field is read over all of a group's messages by one C-level ``map`` into a typed Arrow array.
+A batch may mix any number of schema ids; their tables are concatenated with missing
+columns as null.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from google.protobuf import json_format, message_factory
+from google.protobuf.message import Message
+
+from ingest.core.errors import DecodeError, MessageError, SchemaGuardError, SchemaLookupError
+from ingest.landing import wire_format as wire
+from ingest.landing.bronze_columns import (
+    EVENT_TIME_FIELD,
+    KAFKA_COLUMNS,
+    PARTITION_COLUMN,
+    TIMESTAMP,
+    FieldColumn,
+    field_column,
+)
+from ingest.landing.registry import RegistryClient, UnknownSchemaId, lookup_with_retry
+from ingest.landing.schema_guard import ColumnRegistry
+
+
+class KafkaRecord(Protocol):
+    """What the decoder reads from a record: confluent_kafka.Message has exactly these methods."""
+
+    def topic(self) -> str | None: ...
+    def partition(self) -> int | None: ...
+    def offset(self) -> int | None: ...
+    def timestamp(self) -> tuple[int, int]: ...
+    def key(self) -> bytes | str | None: ...
+    def value(self) -> bytes | str | None: ...
+    def headers(self) -> list[tuple[str, bytes | None]] | None: ...
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A record that cannot land, with why and where it failed."""
+
+    record: KafkaRecord
+    error: MessageError
+    schema_id: int | None = None
+
+
+@dataclass
+class DecodedBatch:
+    table: pa.Table | None
+    dead_letters: list[DeadLetter]
+    schema_ids: set[int]
+    new_columns: list[FieldColumn] = field(default_factory=list)
+    # Topic, partition and offset of every record of the batch, dead letters included.
+    offsets: pa.Table | None = None
+
+
+@dataclass
+class KafkaColumns:
+    """The Kafka metadata of a batch's records, read once per record and kept as Arrow arrays."""
+
+    values: list[bytes | None]
+    topic: pa.Array
+    partition: pa.Array
+    offset: pa.Array
+    timestamp: pa.Array
+    key: pa.Array
+
+    @classmethod
+    def of(cls, records: Sequence[KafkaRecord]) -> KafkaColumns:
+        values = [r.value() for r in records]
+        if str in set(map(type, values)):  # not from confluent_kafka, which gives bytes
+            values = [_as_bytes(v) for v in values]
+        keys = [r.key() for r in records]
+        if str in set(map(type, keys)):
+            keys = [_as_bytes(k) for k in keys]
+        millis = pa.array([r.timestamp()[1] for r in records], pa.int64())
+        return cls(
+            values,  # type: ignore[arg-type]
+            pa.array([r.topic() for r in records], pa.string()),
+            pa.array([r.partition() for r in records], pa.int32()),
+            pa.array([r.offset() for r in records], pa.int64()),
+            pc.multiply(millis, 1000).cast(TIMESTAMP),
+            _key_text(pa.array(keys, pa.binary())),
+        )
+
+    def offsets(self) -> pa.Table:
+        return pa.table(
+            {"topic": self.topic, "partition": self.partition, "offset": self.offset.fill_null(0)}
+        )
+
+    def columns(self, schema_id: int, positions: list[int]) -> dict[str, pa.Array]:
+        """The Kafka columns of the records at ``positions`` (ascending)."""
+        n = len(positions)
+        arrays = [self.topic, self.partition, self.offset, self.timestamp, self.key]
+        if n != len(self.offset):  # a subset of the batch
+            indices = pa.array(positions, pa.int64())
+            arrays = [a.take(indices) for a in arrays]
+        topic, partition, offset, timestamp, key = arrays
+        return {
+            "_kafka_topic": topic,
+            "_kafka_partition": partition,
+            "_kafka_offset": offset,
+            "_kafka_timestamp": timestamp,
+            "_kafka_key": key,
+            "_schema_id": pa.repeat(pa.scalar(schema_id, pa.int32()), n),
+        }
+
+
+@dataclass
+class Plan:
+    """Everything needed to turn payloads of one (schema id, message path) into columns."""
+
+    schema_id: int
+    message_class: type[Message]
+    columns: list[FieldColumn]
+
+    def __post_init__(self) -> None:
+        self._getters = [(c, attrgetter(c.name)) for c in self.columns if c.kind in ("scalar", "enum")]
+        self._enum_names = {
+            c.name: {v.number: v.name for v in c.descriptor.enum_type.values}
+            for c in self.columns
+            if c.kind == "enum"
+        }
+        self._timestamps = [c for c in self.columns if c.kind == "timestamp"]
+        self._json = [c for c in self.columns if c.kind == "json"]
+
+    def parse(self, payloads: list[bytes]) -> tuple[list[Message], list[int], list[tuple[int, str]]]:
+        """Parse each payload; returns (messages, their positions, [(position, error)])."""
+        parse = self.message_class.FromString
+        try:
+            messages = list(map(parse, payloads))
+            return messages, list(range(len(messages))), []
+        except Exception:  # some payload is bad: parse one at a time to find which
+            pass
+        messages = []
+        good: list[int] = []
+        bad: list[tuple[int, str]] = []
+        for i, payload in enumerate(payloads):
+            try:
+                messages.append(parse(payload))
+                good.append(i)
+            except Exception as err:  # upb raises DecodeError, RuntimeWarning-like errors vary by runtime
+                bad.append((i, f"invalid protobuf for {self.message_class.DESCRIPTOR.full_name}: {err}"))
+        return messages, good, bad
+
+    def columns_of(self, messages: list[Message]) -> dict[str, pa.Array]:
+        """One Arrow array per field: each field is read over all messages in one C-level map."""
+        out: dict[str, pa.Array] = {}
+        for col, getter in self._getters:
+            values = list(map(getter, messages))
+            names = self._enum_names.get(col.name)
+            if names is not None:
+                values = [names.get(v, str(v)) for v in values]
+            out[col.name] = pa.array(values, col.arrow_type)
+        for col in self._timestamps:
+            out[col.name] = _timestamp_array(col.name, messages)
+        for col in self._json:
+            out[col.name] = pa.array([_json_value(m, col.name) for m in messages], pa.string())
+        return out
+
+
+def _timestamp_array(name: str, messages: list[Message]) -> pa.Array:
+    stamps = list(map(attrgetter(name), messages))
+    seconds = pa.array(list(map(_SECONDS, stamps)), pa.int64())
+    nanos = pa.array(list(map(_NANOS, stamps)), pa.int64())
+    micros = pc.add(pc.multiply(seconds, 1_000_000), pc.divide(nanos, 1_000))
+    unset = pc.and_(pc.equal(seconds, 0), pc.equal(nanos, 0))
+    if pc.any(unset).as_py():  # an all-zero Timestamp may be unset: ask those messages
+        present = [True] * len(messages)
+        for i in pc.indices_nonzero(unset).to_pylist():
+            present[i] = messages[i].HasField(name)
+        micros = pc.if_else(pa.array(present), micros, pa.nulls(len(messages), pa.int64()))
+    return micros.cast(TIMESTAMP)
+
+
+_SECONDS = attrgetter("seconds")
+_NANOS = attrgetter("nanos")
+
+
+def _json_value(message: Message, name: str) -> str | None:
+    as_dict = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    return json.dumps(as_dict[name], sort_keys=True) if name in as_dict else None
+
+
+def _key_text(keys: pa.Array) -> pa.Array:
+    """Keys as text; a key that is not UTF-8 keeps its bytes as backslash escapes."""
+    try:
+        return keys.cast(pa.string())
+    except pa.ArrowInvalid:
+        return pa.array(
+            [k.decode("utf-8", "backslashreplace") if k is not None else None for k in keys.to_pylist()],
+            pa.string(),
+        )
+
+
+def _as_bytes(value: bytes | str | None) -> bytes | None:
+    return value.encode() if isinstance(value, str) else value
+
+
+class Decoder:
+    """Decodes batches; caches one Plan per (schema id, message path) and unknown ids for a while."""
+
+    def __init__(
+        self, registry: RegistryClient, unknown_retries: int, backoff_s: float, unknown_ttl_s: float = 30.0
+    ) -> None:
+        self._registry = registry
+        self._retries = unknown_retries
+        self._backoff_s = backoff_s
+        self._unknown_ttl_s = unknown_ttl_s
+        self._plans: dict[tuple[int, tuple[int, ...]], Plan] = {}
+        self._unknown: dict[int, tuple[float, str]] = {}
+
+    def plan(self, schema_id: int, indexes: tuple[int, ...]) -> Plan:
+        """The cached plan; raises SchemaLookupError (after bounded retries) or RegistryUnavailable."""
+        key = (schema_id, indexes)
+        cached = self._plans.get(key)
+        if cached is not None:
+            return cached
+        remembered = self._unknown.get(schema_id)
+        if remembered is not None and time.monotonic() - remembered[0] < self._unknown_ttl_s:
+            raise SchemaLookupError(remembered[1])
+        try:
+            schema = lookup_with_retry(self._registry, schema_id, self._retries, self._backoff_s)
+        except UnknownSchemaId as err:
+            reason = f"{err} (after {self._retries + 1} lookups)"
+            self._unknown[schema_id] = (time.monotonic(), reason)
+            raise SchemaLookupError(reason) from None
+        try:
+            descriptor = schema.message(indexes)
+        except (IndexError, KeyError) as err:
+            raise SchemaLookupError(
+                f"schema id {schema_id} has no message at path {list(indexes)}: {err}"
+            ) from None
+        plan = Plan(
+            schema_id,
+            message_factory.GetMessageClass(descriptor),
+            [field_column(f) for f in descriptor.fields],
+        )
+        self._plans[key] = plan
+        return plan
+
+    def decode(self, records: Sequence[KafkaRecord], guard: ColumnRegistry) -> DecodedBatch:
+        """Decode ``records``; guard violations and undecodable records become dead letters."""
+        with _cycle_collector_paused():
+            return self._decode(records, guard)
+
+    def _decode(self, records: Sequence[KafkaRecord], guard: ColumnRegistry) -> DecodedBatch:
+        kafka = KafkaColumns.of(records)
+        groups, unframed = wire.split(kafka.values)
+        dead = [DeadLetter(records[i], _located(err, records[i])) for i, err in unframed]
+        tables: list[pa.Table] = []
+        schema_ids: set[int] = set()
+        new_columns: list[FieldColumn] = []
+        for group in groups:
+            schema_id, positions = group.schema_id, group.positions
+            try:
+                plan = self.plan(schema_id, group.message_indexes)
+                problems = guard.violations(plan.columns)
+                if problems:
+                    raise SchemaGuardError(
+                        f"schema id {schema_id} refused by the schema guard: " + "; ".join(problems)
+                    )
+            except (SchemaLookupError, SchemaGuardError) as err:
+                dead += [DeadLetter(records[i], _located(err, records[i]), schema_id) for i in positions]
+                continue
+            new_columns += guard.accept(plan.columns)
+            messages, good, bad = plan.parse(group.payloads)
+            for pos, reason in bad:
+                record = records[positions[pos]]
+                dead.append(DeadLetter(record, _located(DecodeError(reason), record), schema_id))
+            if messages:
+                kept = positions if not bad else [positions[p] for p in good]
+                tables.append(self._table(plan, messages, kafka.columns(schema_id, kept)))
+                schema_ids.add(schema_id)
+        table = pa.concat_tables(tables, promote_options="default") if tables else None
+        return DecodedBatch(table, dead, schema_ids, new_columns, kafka.offsets())
+
+    @staticmethod
+    def _table(plan: Plan, messages: list[Message], kafka: dict[str, pa.Array]) -> pa.Table:
+        columns = plan.columns_of(messages)
+        event_time = columns.get(EVENT_TIME_FIELD)
+        if event_time is None or event_time.type != TIMESTAMP:
+            event_time = kafka["_kafka_timestamp"]
+        else:
+            event_time = pc.coalesce(event_time, kafka["_kafka_timestamp"])
+        date = event_time.cast(pa.date32())
+        fields = [c.arrow_field for c in plan.columns]
+        arrays = [columns[c.name] for c in plan.columns]
+        kafka_fields = [f for f in KAFKA_COLUMNS if f.name in kafka]
+        return pa.Table.from_arrays(
+            [*arrays, *(kafka[f.name] for f in kafka_fields), date],
+            schema=pa.schema([*fields, *kafka_fields, pa.field(PARTITION_COLUMN, pa.date32())]),
+        )
+
+
+@contextlib.contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Decoding allocates a few objects per record, none in reference cycles (refcounting frees
+    them); left on, the cycle collector would walk the growing heap again and again (~25 %)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _located(err: MessageError, record: KafkaRecord) -> MessageError:
+    """The same error, carrying the record's topic[partition]@offset."""
+    located = type(err)(
+        err.reason, topic=record.topic() or "", partition=record.partition() or 0, offset=record.offset() or 0
+    )
+    return located

@@ -1,0 +1,56 @@
+"""``ingest run``: settings from flags, environment and file; the metrics endpoint; the service."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import logging
+
+from ingest.core import metrics
+from ingest.core.errors import ConfigError
+from ingest.core.settings_args import add_settings_arguments, settings_from_args
+from ingest.landing import crash_points
+from ingest.landing.service import Service
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    extra = {
+        "flush_rows": args.flush_rows,
+        "flush_interval_s": args.flush_interval_s,
+        "metrics_port": args.metrics_port,
+    }
+    settings = settings_from_args(args, **extra)
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("deltalake").setLevel(logging.WARNING)
+    crash_points.install()
+    service = Service(settings, until_caught_up=args.until_caught_up)
+    server = None
+    if settings.metrics_port:
+        try:
+            server = metrics.serve(settings.metrics_host, settings.metrics_port, service.health)
+        except OSError as err:
+            raise ConfigError(f"metrics port {settings.metrics_port} unavailable: {err.strerror}") from None
+    # Everything allocated so far (imports, clients) lives as long as the process: freezing it
+    # spares the full collections that batches of ~100k records trigger from rescanning it.
+    gc.collect()
+    gc.freeze()
+    try:
+        return service.run()
+    finally:
+        if server is not None:
+            server.shutdown()
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="consume Kafka and land events exactly once in bronze Delta",
+        description="Runs until stopped (SIGTERM/SIGINT flush, commit and exit). Settings: flags, "
+        "GAMELAKE_INGEST_* environment variables, --config file.",
+    )
+    add_settings_arguments(parser)
+    parser.add_argument("--until-caught-up", action="store_true", help="exit once every partition's lag is 0")
+    parser.add_argument("--flush-rows", type=int, help="commit a batch at this many records")
+    parser.add_argument("--flush-interval-s", type=float, help="commit a batch at this age (seconds)")
+    parser.add_argument("--metrics-port", type=int, help="port of /metrics and /healthz (0 disables)")
+    parser.set_defaults(handler=_run_command)

@@ -1,0 +1,185 @@
+"""The ingest service's loop: poll into a batch, land it when due, stop cleanly; ``ingest run``.
+
+The loop only coordinates. Each step lives in a unit of its own: ``batch`` (what was polled),
+``lander`` (decode, write, one fenced Delta commit), ``ownership`` and ``rebalance`` (which
+partitions we own and their offsets in Delta), ``expired_offsets``, ``lag``, ``compaction``,
+``commit_report`` and ``health``. A batch that cannot be committed safely (the instance was
+fenced, outlived ``max.poll.interval.ms``, or the registry is unreachable) is dropped and the
+owned partitions are re-seeked to the offsets Delta holds. doc/DESIGN.md has the argument.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+import uuid
+from types import FrameType
+
+from confluent_kafka import KafkaError, Message
+
+from ingest.core import metrics
+from ingest.core.errors import IngestError
+from ingest.core.json_log import log_event
+from ingest.core.settings import IngestSettings
+from ingest.landing.batch import Batch
+from ingest.landing.bronze_writer import BronzeWriter, FencedError
+from ingest.landing.commit_report import report_commit
+from ingest.landing.compaction import CompactionSchedule
+from ingest.landing.dead_letters import make_sink
+from ingest.landing.decode import Decoder
+from ingest.landing.event_log import Event, EventLog
+from ingest.landing.expired_offsets import handle_expired_offset
+from ingest.landing.health import health_report
+from ingest.landing.kafka_consumer import KafkaErrors, open_consumer
+from ingest.landing.lag import caught_up
+from ingest.landing.lander import Lander, StaleBatchError
+from ingest.landing.offsets import mirror_to_kafka
+from ingest.landing.ownership import PartitionOwnership
+from ingest.landing.rebalance import RebalanceHandler
+from ingest.landing.registry import RegistryClient, RegistryUnavailable
+
+
+class Service:
+    """One ingest instance. ``run()`` returns when stopped, caught up (if asked) or failed."""
+
+    def __init__(self, settings: IngestSettings, until_caught_up: bool = False) -> None:
+        self.settings = settings
+        self.until_caught_up = until_caught_up
+        self.instance_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        registry = RegistryClient(settings)
+        registry.check()
+        writer = BronzeWriter(settings.bronze_path, settings.app_id)
+        self.event_log = EventLog(settings.event_log_path, self.instance_id)
+        decoder = Decoder(registry, settings.unknown_schema_retries, settings.registry_retry_backoff_s)
+        self.lander = Lander(settings, writer, decoder, make_sink(settings), self.event_log, self.instance_id)
+        self.compaction = CompactionSchedule(settings.bronze_path, settings.compact_every_commits)
+        self.kafka_errors = KafkaErrors()
+        self.consumer = open_consumer(settings, self.kafka_errors)
+        self.ownership = PartitionOwnership(writer)
+        self.batch = Batch()
+        self.last_poll = time.monotonic()
+        self.stopping = False
+        self.fatal: IngestError | None = None
+        self.commits = 0
+
+    def run(self) -> int:
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self.event_log.record(Event("start", message=self.settings.model_dump_json(exclude={"kafka"})))
+        log_event(
+            "start", instance=self.instance_id, topics=self.settings.topics, group=self.settings.group_id
+        )
+        rebalance = RebalanceHandler(self.ownership, self.event_log, self.instance_id, self.flush, self._drop)
+        try:
+            self.consumer.subscribe(
+                self.settings.topics,
+                on_assign=rebalance.on_assign,
+                on_revoke=rebalance.on_revoke,
+                on_lost=rebalance.on_lost,
+            )
+            self._loop()
+            self.flush()
+        finally:
+            self.consumer.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        self.event_log.record(Event("stop", message=f"{self.commits} commits"))
+        log_event("stop", instance=self.instance_id, commits=self.commits)
+        return 0
+
+    def _loop(self) -> None:
+        started, lag_checked = time.monotonic(), 0.0
+        while not self.stopping:
+            idle = self._poll()
+            if self.fatal is not None:
+                raise self.fatal
+            # A run to catch up lands its tail as soon as a poll comes back empty.
+            if self.batch.is_due(self.settings) or (self.until_caught_up and idle):
+                self.flush()
+            if idle and not len(self.batch) and time.monotonic() - lag_checked >= 1.0:
+                lag_checked = time.monotonic()
+                if self._caught_up(started) and self.until_caught_up:
+                    return
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        log_event("signal", signal=signal.Signals(signum).name, action="flush, commit and exit")
+        self.stopping = True
+
+    def _poll(self) -> bool:
+        """Poll once into the batch; True when the poll came back empty."""
+        room = max(1, self.settings.flush_rows - len(self.batch))
+        records = self.consumer.consume(num_messages=min(room, 20_000), timeout=0.1)
+        self.last_poll = time.monotonic()
+        # Whole-list passes: errors are rare, so the common case touches each record twice in C.
+        failed = [(r, err) for r in records if (err := r.error()) is not None]
+        self.batch.add([r for r in records if r.error() is None] if failed else records)
+        for record, err in failed:
+            self._on_consume_error(record, err)
+        self.fatal = self.fatal or self.kafka_errors.fatal
+        return not records
+
+    def _on_consume_error(self, record: Message, err: KafkaError) -> None:
+        if err.code() == KafkaError._AUTO_OFFSET_RESET:
+            policy = self.settings.on_expired_offset
+            self.fatal = handle_expired_offset(record, self.consumer, self.ownership, policy, self.event_log)
+        elif err.code() != KafkaError._PARTITION_EOF:
+            log_event("consume_error", error=err.str())
+
+    def _caught_up(self, started: float) -> bool:
+        """Update the lag gauges; True when every owned partition is landed to its end."""
+        if not self.ownership.landed_offsets:
+            if self.until_caught_up and time.monotonic() - started > self.settings.caught_up_timeout_s:
+                timeout = self.settings.caught_up_timeout_s
+                raise IngestError(f"no partition was assigned within {timeout:.0f} s")
+            return False
+        return caught_up(self.consumer, self.ownership)
+
+    def _drop(self, reason: str, detail: str = "") -> None:
+        """Forget the uncommitted batch and rewind owned partitions to what Delta holds."""
+        if len(self.batch):
+            metrics.DROPPED_BATCHES.labels(reason).inc()
+            log_event("batch_dropped", reason=reason, records=len(self.batch), detail=detail)
+        self.batch.clear()
+        self.ownership.rewind(self.consumer)
+
+    def flush(self) -> None:
+        """Land the open batch; a batch that cannot land safely is dropped and re-read from Kafka."""
+        if not len(self.batch):
+            return
+        batch_id = f"{self.instance_id}-{self.commits}-{uuid.uuid4().hex[:6]}"
+        records = self.batch.owned(self.ownership.owns) if self.ownership.shrank else self.batch.records
+        try:
+            landed = self.lander.land(batch_id, records, self.ownership, self.last_poll)  # type: ignore[arg-type]
+        except (RegistryUnavailable, FencedError, StaleBatchError) as err:
+            self._drop_unlandable(batch_id, err)
+            return
+        self.ownership.advance(landed.landings)
+        mirror_to_kafka(self.consumer, {tp: lg.last for tp, lg in landed.landings.items()})
+        self.batch.clear()
+        self.commits += 1
+        report_commit(landed, self.event_log)
+        if (compacted := self.compaction.after_commit(self.commits)) is not None:
+            log_event("compaction", result=compacted)
+
+    def _drop_unlandable(self, batch_id: str, err: IngestError) -> None:
+        kind, reason = {
+            RegistryUnavailable: ("registry_unavailable", "registry_unavailable"),
+            FencedError: ("fenced", "fenced"),
+            StaleBatchError: ("stale_batch_dropped", "outlived_max_poll_interval"),
+        }[type(err)]
+        self.event_log.record(Event(kind, batch_id=batch_id, message=str(err)))
+        self._drop(reason, str(err))
+        if isinstance(err, RegistryUnavailable):  # give the registry a moment before the re-read
+            time.sleep(min(5.0, self.settings.registry_retry_backoff_s * 4))
+
+    def health(self) -> dict[str, object]:
+        failed = self.fatal is not None or self.kafka_errors.fatal is not None
+        return health_report(
+            self.instance_id,
+            failed,
+            self.last_poll,
+            self.settings.max_poll_interval_ms,
+            self.ownership.landed_offsets,
+            self.commits,
+        )

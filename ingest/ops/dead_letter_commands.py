@@ -1,0 +1,271 @@
+"""``ingest dlq list|replay``: look at dead letters and re-land chosen ones after a fix.
+
+Replay reads the raw bytes from the configured sink (``bronze/dead_letters``, or the
+dead-letter topic read from its start to its end), decodes them with today's registry and
+bronze schema, and lands in bronze only the records whose Kafka coordinates
+(topic, partition, offset) bronze does not hold yet; then it stamps ``replayed_at`` (Delta
+sink). Running it twice, or after a crash half-way, never duplicates a row: the bronze check
+is what guarantees it, so it holds for the topic sink too, where nothing can be stamped and a
+dead letter already in bronze counts as replayed. It works beside a running service (its
+commits carry no offsets, so they never fence or move the service's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from deltalake import DeltaTable
+
+from ingest.core.errors import ConfigError
+from ingest.core.settings import IngestSettings
+from ingest.landing.bronze_writer import BronzeWriter
+from ingest.landing.dead_letters import DEAD_LETTER_SCHEMA, TOPIC_HEADERS, dead_letter_id
+from ingest.landing.decode import Decoder
+from ingest.landing.registry import RegistryClient
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A dead letter as a Kafka record (the decoder's KafkaRecord protocol)."""
+
+    row: dict[str, Any]
+
+    def topic(self) -> str:
+        return str(self.row["_kafka_topic"])
+
+    def partition(self) -> int:
+        return int(self.row["_kafka_partition"])
+
+    def offset(self) -> int:
+        return int(self.row["_kafka_offset"])
+
+    def timestamp(self) -> tuple[int, int]:
+        ts = self.row["_kafka_timestamp"]
+        return (1, int(ts.timestamp() * 1000) if ts is not None else 0)
+
+    def key(self) -> bytes | None:
+        key = self.row["_kafka_key"]
+        return bytes(key) if key is not None else None
+
+    def value(self) -> bytes | None:
+        value = self.row["value"]
+        return bytes(value) if value is not None else None
+
+    def headers(self) -> list[tuple[str, bytes | None]]:
+        return [(h["key"], h["value"]) for h in self.row["_kafka_headers"] or []]
+
+
+def select(
+    settings: IngestSettings, stage: str | None, topic: str | None, offsets: list[int] | None
+) -> pa.Table:
+    """The dead letters not replayed yet, optionally only of one stage, source topic or offsets."""
+    if settings.dead_letter_sink == "topic":
+        table = read_topic(settings)
+        landed = _already_in_bronze(settings, set(_coordinates(table)))
+        done = [dead_letter_id(*c) for c in landed]
+        mask = pc.invert(pc.is_in(table["dead_letter_id"], pa.array(done, pa.string())))
+    else:
+        path = settings.dead_letters_path
+        if not DeltaTable.is_deltatable(str(path)):
+            raise ConfigError(f"there is no dead-letter table at {path}")
+        table = DeltaTable(str(path)).to_pyarrow_table()
+        mask = pc.is_null(table["replayed_at"])
+    if stage:
+        mask = pc.and_(mask, pc.equal(table["stage"], stage))
+    if topic:
+        mask = pc.and_(mask, pc.equal(table["_kafka_topic"], topic))
+    if offsets:
+        mask = pc.and_(mask, pc.is_in(table["_kafka_offset"], pa.array(offsets, pa.int64())))
+    return table.filter(mask)
+
+
+def _coordinates(table: pa.Table) -> list[tuple[str, int, int]]:
+    columns = ("_kafka_topic", "_kafka_partition", "_kafka_offset")
+    return list(zip(*(table[c].to_pylist() for c in columns), strict=True))
+
+
+def read_topic(settings: IngestSettings, timeout_s: float = 60.0) -> pa.Table:
+    """Every record of the dead-letter topic, start to end, as rows of the dead-letter table.
+
+    The topic sink is at-least-once, so a dead letter published twice is kept once.
+    """
+    name = settings.dead_letter_topic
+    if name is None:
+        raise ConfigError("dead_letter_sink=topic needs dead_letter_topic")
+    consumer = Consumer(
+        {
+            **settings.kafka_security(),
+            "bootstrap.servers": settings.bootstrap_servers,
+            "group.id": f"{settings.group_id}-dlq-reader-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        try:
+            metadata = consumer.list_topics(name, timeout=15).topics[name]
+        except KafkaException as err:
+            raise ConfigError(f"cannot read the dead-letter topic {name}: {err.args[0].str()}") from None
+        if metadata.error is not None:
+            raise ConfigError(f"cannot read the dead-letter topic {name}: {metadata.error.str()}")
+        ends = {}
+        for p in metadata.partitions:
+            low, high = consumer.get_watermark_offsets(KafkaTopicPartition(name, p), timeout=15)
+            if high > low:
+                ends[p] = high
+        consumer.assign([KafkaTopicPartition(name, p, OFFSET_BEGINNING) for p in ends])
+        rows: dict[str, dict[str, Any]] = {}
+        deadline = time.monotonic() + timeout_s
+        while ends:
+            if time.monotonic() > deadline:
+                raise ConfigError(f"reading the dead-letter topic {name} took over {timeout_s:.0f} s")
+            for message in consumer.consume(1000, timeout=0.5):
+                if message.error() is not None:
+                    continue
+                row = _topic_row(message)
+                rows.setdefault(row["dead_letter_id"], row)
+                if (message.offset() or 0) + 1 >= ends.get(message.partition(), 0):
+                    ends.pop(message.partition(), None)
+    finally:
+        consumer.close()
+    return pa.Table.from_pylist(list(rows.values()), schema=DEAD_LETTER_SCHEMA)
+
+
+def _topic_row(message: Any) -> dict[str, Any]:
+    headers = message.headers() or []
+    ours = {k: (v or b"").decode() for k, v in headers if k in TOPIC_HEADERS}
+    topic, partition, offset = (
+        ours["gamelake.topic"],
+        int(ours["gamelake.partition"]),
+        int(ours["gamelake.offset"]),
+    )
+    return {
+        "dead_letter_id": dead_letter_id(topic, partition, offset),
+        "_kafka_topic": topic,
+        "_kafka_partition": partition,
+        "_kafka_offset": offset,
+        "_kafka_timestamp": int(ours["gamelake.timestamp_ms"]) * 1000,
+        "_kafka_key": message.key(),
+        "_kafka_headers": [{"key": k, "value": v} for k, v in headers if k not in TOPIC_HEADERS],
+        "value": message.value(),
+        "schema_id": int(ours["gamelake.schema_id"]) if ours.get("gamelake.schema_id") else None,
+        "stage": ours["gamelake.stage"],
+        "error": ours["gamelake.error"],
+        "batch_id": ours["gamelake.batch_id"],
+        "dead_lettered_at": message.timestamp()[1] * 1000,
+        "replayed_at": None,
+    }
+
+
+def _already_in_bronze(
+    settings: IngestSettings, coordinates: set[tuple[str, int, int]]
+) -> set[tuple[str, int, int]]:
+    if not coordinates or not DeltaTable.is_deltatable(str(settings.bronze_path)):
+        return set()
+    offsets = pa.array(sorted({o for _, _, o in coordinates}), pa.int64())
+    found = (
+        DeltaTable(str(settings.bronze_path))
+        .to_pyarrow_dataset()
+        .to_table(
+            columns=["_kafka_topic", "_kafka_partition", "_kafka_offset"],
+            filter=ds.field("_kafka_offset").isin(offsets),
+        )
+    )
+    rows = zip(
+        found["_kafka_topic"].to_pylist(),
+        found["_kafka_partition"].to_pylist(),
+        found["_kafka_offset"].to_pylist(),
+        strict=True,
+    )
+    return {r for r in rows if r in coordinates}
+
+
+def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -> dict[str, Any]:
+    """Re-land ``letters``; returns counts of landed, already-present and still-failing records."""
+    records = [StoredRecord(row) for row in letters.to_pylist()]
+    writer = BronzeWriter(settings.bronze_path, settings.app_id)
+    decoder = Decoder(
+        RegistryClient(settings), settings.unknown_schema_retries, settings.registry_retry_backoff_s
+    )
+    decoded = decoder.decode(records, writer.columns())
+    failing = Counter(d.error.stage for d in decoded.dead_letters)
+    failed_ids = {
+        (d.record.topic() or "", d.record.partition() or 0, d.record.offset() or 0)
+        for d in decoded.dead_letters
+    }
+    ok = {(r.topic(), r.partition(), r.offset()) for r in records} - failed_ids
+    present = _already_in_bronze(settings, ok)
+    result = {
+        "selected": len(records),
+        "landed": len(ok - present),
+        "already_in_bronze": len(present),
+        "still_failing": dict(failing),
+    }
+    if dry_run or not ok:
+        return result
+    table = decoded.table
+    assert table is not None
+    if present:
+        keys = [f"{t}:{p}:{o}" for t, p, o in present]
+        coordinate = pc.binary_join_element_wise(
+            table["_kafka_topic"],
+            table["_kafka_partition"].cast(pa.string()),
+            table["_kafka_offset"].cast(pa.string()),
+            ":",
+        )
+        table = table.filter(pc.invert(pc.is_in(coordinate, pa.array(keys))))
+    if table.num_rows:
+        writer.add_columns(decoded.new_columns)
+        writer.commit(writer.write_files(table), {}, {"replay": "dead_letters"})
+    if settings.dead_letter_sink == "topic":
+        return result  # a topic cannot be stamped: bronze now holds them, so `select` skips them
+    ids = ", ".join(f"'{t}:{p}:{o}'" for t, p, o in sorted(ok))
+    DeltaTable(str(settings.dead_letters_path)).update(
+        updates={"replayed_at": "now()"}, predicate=f"dead_letter_id IN ({ids})"
+    )
+    return result
+
+
+def _command(args: argparse.Namespace) -> int:
+    from ingest.core.settings_args import settings_from_args
+
+    settings = settings_from_args(args)
+    offsets = [int(o) for o in args.offsets.split(",")] if args.offsets else None
+    letters = select(settings, args.stage, args.dlq_topic, offsets)
+    if args.verb == "list":
+        for row in letters.select(["dead_letter_id", "stage", "error"]).to_pylist():
+            print(f"{row['dead_letter_id']:40} {row['stage']:13} {row['error']}")
+        print(f"{letters.num_rows} dead letters not replayed")
+        return 0
+    print(json.dumps(replay(settings, letters, args.dry_run)))
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from ingest.core.settings_args import add_settings_arguments
+
+    parser = subparsers.add_parser(
+        "dlq",
+        help="list dead letters or replay them into bronze without duplicates",
+        description="Reads the configured sink: the dead-letter table, or with "
+        "dead_letter_sink=topic the dead-letter topic.",
+    )
+    parser.add_argument("verb", choices=["list", "replay"])
+    add_settings_arguments(parser)
+    parser.add_argument(
+        "--stage", help="only this failed stage: framing, schema_lookup, decode, schema_guard"
+    )
+    parser.add_argument("--dlq-topic", help="only dead letters from this source topic")
+    parser.add_argument("--offsets", help="only these offsets, comma-separated")
+    parser.add_argument("--dry-run", action="store_true", help="decode and count, land nothing")
+    parser.set_defaults(handler=_command)

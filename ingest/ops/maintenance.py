@@ -1,0 +1,37 @@
+"""``make compact``: compaction, checkpoints and vacuum of the landing tables.
+
+Runs beside the service safely: compaction takes the table's compaction lock
+(ingest/landing/compaction.py), checkpoints and vacuum add no data files.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from ingest.core.settings import load_settings
+from ingest.landing.compaction import compact
+
+
+def maintain(path: Path, vacuum_hours: int = 168) -> dict[str, object]:
+    table = DeltaTable(str(path))
+    compacted = compact(path)
+    table.update_incremental()
+    table.create_checkpoint()
+    removed = table.vacuum(retention_hours=vacuum_hours, dry_run=False, enforce_retention_duration=False)
+    table.cleanup_metadata()
+    return {**compacted, "vacuumed_files": len(removed), "version": table.version()}
+
+
+def main() -> int:
+    settings = load_settings()
+    for path in (settings.bronze_path, settings.dead_letters_path, settings.event_log_path):
+        if DeltaTable.is_deltatable(str(path)):
+            print(f"{path}: {maintain(path)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""The landing units on their own: batch, ownership, rebalance, lander, compaction schedule, health.
+
+Real Delta tables (delta-rs on a temp folder) and real confluent-kafka ``Message`` objects; the
+one stand-in is a consumer that records seeks and assignments, since these units only call it.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from deltalake import DeltaTable
+
+from ingest.core.settings import IngestSettings
+from ingest.dev.demo_schemas import load_version
+from ingest.landing import wire_format
+from ingest.landing.batch import Batch
+from ingest.landing.bronze_writer import BronzeWriter, FencedError, Landing
+from ingest.landing.compaction import CompactionSchedule
+from ingest.landing.dead_letters import DeltaDeadLetters
+from ingest.landing.decode import Decoder
+from ingest.landing.event_log import EventLog
+from ingest.landing.health import health_report
+from ingest.landing.lander import Lander, StaleBatchError
+from ingest.landing.offsets import TopicPartition
+from ingest.landing.ownership import PartitionOwnership
+from ingest.landing.rebalance import RebalanceHandler
+
+TOPIC = "events"
+
+
+def _message(partition: int, offset: int, value: bytes | None = b"x" * 10) -> Message:
+    return Message(topic=TOPIC, partition=partition, offset=offset, key=b"k", value=value, timestamp=(1, 1))
+
+
+def _settings(tmp_path, **overrides) -> IngestSettings:
+    return IngestSettings(warehouse_dir=tmp_path, topics=[TOPIC], metrics_port=0, **overrides)
+
+
+class RecordingConsumer:
+    """Records what the units ask of the consumer."""
+
+    def __init__(self) -> None:
+        self.seeks: list[tuple[str, int, int]] = []
+        self.assigned: list[tuple[str, int, int]] = []
+
+    def seek(self, partition: KafkaTopicPartition) -> None:
+        self.seeks.append((partition.topic, partition.partition, partition.offset))
+
+    def assign(self, partitions: list[KafkaTopicPartition]) -> None:
+        self.assigned = [(p.topic, p.partition, p.offset) for p in partitions]
+
+
+# -- batch ---------------------------------------------------------------------------------
+def test_a_batch_is_due_at_rows_bytes_or_age(tmp_path):
+    batch = Batch()
+    assert not batch.is_due(_settings(tmp_path))  # empty: never due
+    batch.add([_message(0, 1), _message(0, 2)])
+    assert len(batch) == 2 and batch.bytes == 20
+    assert batch.is_due(_settings(tmp_path, flush_rows=2))
+    assert batch.is_due(_settings(tmp_path, flush_bytes=20))
+    assert not batch.is_due(_settings(tmp_path, flush_interval_s=60))
+    batch.started -= 61
+    assert batch.is_due(_settings(tmp_path, flush_interval_s=60))
+    batch.clear()
+    assert len(batch) == 0 and batch.bytes == 0
+
+
+def test_a_batch_keeps_only_the_records_of_owned_partitions():
+    batch = Batch()
+    batch.add([_message(0, 1), _message(1, 1), _message(0, 2)])
+    assert batch.owned(lambda tp: True) is batch.records
+    kept = batch.owned(lambda tp: tp.partition == 0)
+    assert [(m.partition(), m.offset()) for m in kept] == [(0, 1), (0, 2)]
+
+
+# -- ownership and rebalance ---------------------------------------------------------------
+def test_ownership_starts_at_delta_offsets_and_rewinds_to_them(tmp_path):
+    writer = BronzeWriter(tmp_path / "bronze", "app")
+    writer.commit([], {TopicPartition(TOPIC, 0): Landing(None, 41)}, {"batch_id": "b0"})
+    ownership = PartitionOwnership(writer)
+    partitions = [KafkaTopicPartition(TOPIC, 0), KafkaTopicPartition(TOPIC, 1)]
+    ownership.take(partitions)
+    assert [p.offset for p in partitions] == [42, OFFSET_BEGINNING]
+    assert ownership.landed_offsets == {TopicPartition(TOPIC, 0): 41, TopicPartition(TOPIC, 1): None}
+
+    ownership.advance({TopicPartition(TOPIC, 0): Landing(41, 50)})  # in memory only: nothing committed
+    consumer = RecordingConsumer()
+    ownership.rewind(consumer)  # type: ignore[arg-type]
+    assert ownership.landed_offsets[TopicPartition(TOPIC, 0)] == 41
+    assert sorted(consumer.seeks) == [(TOPIC, 0, 42), (TOPIC, 1, OFFSET_BEGINNING)]
+
+
+def test_revoke_lands_the_open_batch_and_lost_drops_it(tmp_path):
+    ownership = PartitionOwnership(BronzeWriter(tmp_path / "bronze", "app"))
+    calls: list[str] = []
+    handler = RebalanceHandler(
+        ownership,
+        EventLog(tmp_path / "event_log", "test"),
+        "test",
+        land_open_batch=lambda: calls.append("land"),
+        drop_open_batch=lambda reason: calls.append(f"drop:{reason}"),
+    )
+    consumer = RecordingConsumer()
+    handler.on_assign(consumer, [KafkaTopicPartition(TOPIC, 0), KafkaTopicPartition(TOPIC, 1)])  # type: ignore[arg-type]
+    assert consumer.assigned == [(TOPIC, 0, OFFSET_BEGINNING), (TOPIC, 1, OFFSET_BEGINNING)]
+    handler.on_revoke(consumer, [KafkaTopicPartition(TOPIC, 0)])  # type: ignore[arg-type]
+    assert calls == ["land"] and not ownership.owns(TopicPartition(TOPIC, 0)) and ownership.shrank
+    handler.on_lost(consumer, [KafkaTopicPartition(TOPIC, 1)])  # type: ignore[arg-type]
+    assert calls == ["land", "drop:partitions_lost"] and not ownership.landed_offsets
+
+
+# -- lander --------------------------------------------------------------------------------
+class _Registry:
+    def schema(self, schema_id):
+        return SimpleNamespace(message=lambda _indexes: load_version(schema_id).message_class.DESCRIPTOR)
+
+
+def _lander(tmp_path, **settings) -> tuple[Lander, PartitionOwnership, BronzeWriter]:
+    s = _settings(tmp_path, **settings)
+    writer = BronzeWriter(s.bronze_path, s.app_id)
+    event_log = EventLog(s.event_log_path, "test")
+    dead_letters = DeltaDeadLetters(s.dead_letters_path, s.app_id)
+    lander = Lander(s, writer, Decoder(_Registry(), 0, 0.0), dead_letters, event_log, "test")
+    ownership = PartitionOwnership(writer)
+    ownership.take([KafkaTopicPartition(TOPIC, 0)])
+    return lander, ownership, writer
+
+
+def _events(offsets: range) -> list[Message]:
+    v2 = load_version(2).message_class
+    return [
+        _message(0, o, wire_format.frame(2, v2(event_id=f"e{o}", game_name="g", score=o).SerializeToString()))
+        for o in offsets
+    ]
+
+
+def test_the_lander_commits_rows_dead_letters_and_offsets_together(tmp_path):
+    lander, ownership, writer = _lander(tmp_path)
+    records = [*_events(range(0, 5)), _message(0, 5, b"not framed")]
+    landed = lander.land("b1", records, ownership, last_poll=time.monotonic())
+    assert landed.ranges[TopicPartition(TOPIC, 0)].as_dict() == {
+        "first_offset": 0,
+        "last_offset": 5,
+        "rows": 5,
+        "dead_letters": 1,
+    }
+    assert writer.landed(TopicPartition(TOPIC, 0)) == 5  # the dead letter is accounted for too
+    bronze = DeltaTable(str(tmp_path / "bronze" / "game_events")).to_pyarrow_table()
+    assert sorted(bronze.column("score").to_pylist()) == [0, 1, 2, 3, 4]
+    assert DeltaTable(str(tmp_path / "bronze" / "dead_letters")).to_pyarrow_table().num_rows == 1
+
+
+def test_the_lander_refuses_a_stale_batch_and_a_fenced_one_without_landing(tmp_path):
+    lander, ownership, writer = _lander(tmp_path, max_poll_interval_ms=1_000, session_timeout_ms=1_000)
+    with pytest.raises(StaleBatchError, match=r"max.poll.interval.ms=1000"):
+        lander.land("stale", _events(range(0, 3)), ownership, last_poll=time.monotonic() - 1.0)
+    assert writer.landed(TopicPartition(TOPIC, 0)) is None
+    # Another instance lands the partition: this one resumed from None and is now a zombie.
+    writer.commit([], {TopicPartition(TOPIC, 0): Landing(None, 9)}, {"batch_id": "other"})
+    with pytest.raises(FencedError, match=r"Delta holds offset 9"):
+        lander.land("zombie", _events(range(0, 3)), ownership, last_poll=time.monotonic())
+    assert writer.landed(TopicPartition(TOPIC, 0)) == 9
+
+
+# -- compaction schedule and health --------------------------------------------------------
+def test_compaction_runs_every_n_commits_and_never_at_zero(tmp_path):
+    lander, ownership, _writer = _lander(tmp_path)
+    for start in range(0, 30, 10):
+        landed = lander.land(f"b{start}", _events(range(start, start + 10)), ownership, time.monotonic())
+        ownership.advance(landed.landings)
+    bronze = tmp_path / "bronze" / "game_events"
+    assert CompactionSchedule(bronze, 0).after_commit(3) is None
+    assert CompactionSchedule(bronze, 2).after_commit(3) is None
+    result = CompactionSchedule(bronze, 3).after_commit(3)
+    assert result == {"numFilesAdded": 1, "numFilesRemoved": 3}
+
+
+def test_health_fails_on_a_fatal_error_or_a_stalled_loop():
+    partitions = [TopicPartition(TOPIC, 1), TopicPartition(TOPIC, 0)]
+    ok = health_report("i", False, time.monotonic(), 10_000, partitions, 4)
+    assert ok["ok"] is True and ok["partitions"] == ["events[0]", "events[1]"] and ok["commits"] == 4
+    assert health_report("i", True, time.monotonic(), 10_000, partitions, 4)["ok"] is False
+    assert health_report("i", False, time.monotonic() - 11, 10_000, partitions, 4)["ok"] is False
