@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from ingest.core.errors import IngestError
+from ingest.core.errors import ConfigError, IngestError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
+    except ConfigError as err:  # the input is wrong: the message names it and the fix
+        print(f"ingest {args.command}: error: {err}", file=sys.stderr)
+        return 2
     except IngestError as err:
         print(f"ingest {args.command}: error: {err}", file=sys.stderr)
         return 1

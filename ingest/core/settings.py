@@ -10,6 +10,7 @@ only unwrapped when handed to librdkafka or the registry client.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,6 +31,20 @@ ENV_PREFIX = "GAMELAKE_INGEST_"
 RESERVED_KAFKA_KEYS = frozenset(
     {"enable.auto.commit", "enable.auto.offset.store", "auto.offset.reset", "group.id", "bootstrap.servers"}
 )
+# librdkafka properties a typed setting also sets (kafka_config.py applies the precedence rule).
+TYPED_KAFKA_PROPERTIES = {
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.username": "sasl_username",
+    "sasl.password": "sasl_password",
+    "ssl.ca.location": "ssl_ca_location",
+    "ssl.certificate.location": "ssl_certificate_location",
+    "ssl.key.location": "ssl_key_location",
+    "ssl.key.password": "ssl_key_password",
+}
+KAFKA_ALIASES = {"sasl.mechanisms": "sasl.mechanism"}  # librdkafka accepts both spellings
+# Passthrough values that are secrets: kept as SecretStr, so repr, logs and errors never show them.
+_SECRET_KAFKA_KEY = re.compile(r"(password|secret|jaas|token|\.pem$|key\.pem)", re.IGNORECASE)
 
 
 class IngestSettings(BaseSettings):
@@ -59,8 +74,10 @@ class IngestSettings(BaseSettings):
     ssl_certificate_location: Path | None = Field(None, description="Client certificate for mutual TLS.")
     ssl_key_location: Path | None = Field(None, description="Client private key for mutual TLS.")
     ssl_key_password: SecretStr | None = Field(None, description="Password of the client key (secret).")
-    kafka: dict[str, str] = Field(
-        default_factory=dict, description="Any other librdkafka consumer setting, passed through untouched."
+    kafka: dict[str, str | SecretStr] = Field(
+        default_factory=dict,
+        description="Any other librdkafka setting, passed through; it wins over a typed setting left at "
+        "its default (secret-looking values are kept as secrets).",
     )
     session_timeout_ms: int = Field(10_000, ge=1_000, description="Consumer session.timeout.ms.")
     max_poll_interval_ms: int = Field(
@@ -141,13 +158,27 @@ class IngestSettings(BaseSettings):
             raise ValueError("name at least one topic, and no empty names")
         return topics
 
+    @field_validator("security_protocol", "dead_letter_sink", "on_expired_offset", mode="before")
+    @classmethod
+    def _lower_case(cls, value: Any) -> Any:
+        """Kafka's and librdkafka's docs write SASL_SSL; any case is accepted."""
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_case(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
     @field_validator("kafka")
     @classmethod
-    def _no_reserved_passthrough(cls, kafka: dict[str, str]) -> dict[str, str]:
+    def _no_reserved_passthrough(cls, kafka: dict[str, str | SecretStr]) -> dict[str, str | SecretStr]:
         clash = sorted(RESERVED_KAFKA_KEYS & kafka.keys())
         if clash:
             raise ValueError(f"{clash} are set by the service itself (exactly-once depends on them)")
-        return kafka
+        return {
+            key: SecretStr(value) if isinstance(value, str) and _SECRET_KAFKA_KEY.search(key) else value
+            for key, value in kafka.items()
+        }
 
     @model_validator(mode="after")
     def _consistent(self) -> IngestSettings:
@@ -157,7 +188,20 @@ class IngestSettings(BaseSettings):
             raise ValueError("set registry basic auth or a bearer token, not both")
         if self.max_poll_interval_ms < self.session_timeout_ms:
             raise ValueError("max_poll_interval_ms must be >= session_timeout_ms")
+        self._one_source_per_property()
         return self
+
+    def _one_source_per_property(self) -> None:
+        """A librdkafka property set both by a typed setting and by the passthrough is ambiguous."""
+        for key, field in TYPED_KAFKA_PROPERTIES.items():
+            sources = [f"the kafka passthrough's {k!r}" for k in self.kafka if KAFKA_ALIASES.get(k, k) == key]
+            if field in self.model_fields_set:
+                sources.insert(0, f"{field} (GAMELAKE_INGEST_{field.upper()}, a flag or --config)")
+            if len(sources) > 1:
+                raise ValueError(
+                    f"librdkafka property {key!r} is set twice, by {' and by '.join(sources)}: "
+                    "set it once, as the typed setting or in the passthrough"
+                )
 
     @property
     def bronze_path(self) -> Path:
@@ -170,48 +214,6 @@ class IngestSettings(BaseSettings):
     @property
     def event_log_path(self) -> Path:
         return self.warehouse_dir / "bronze" / "ingest_event_log"
-
-    def kafka_security(self) -> dict[str, str]:
-        """librdkafka security settings, secrets unwrapped (only ever passed to librdkafka)."""
-        conf: dict[str, str] = {"security.protocol": self.security_protocol}
-        optional: dict[str, str | Path | SecretStr | None] = {
-            "sasl.mechanism": self.sasl_mechanism,
-            "sasl.username": self.sasl_username,
-            "sasl.password": self.sasl_password,
-            "ssl.ca.location": self.ssl_ca_location,
-            "ssl.certificate.location": self.ssl_certificate_location,
-            "ssl.key.location": self.ssl_key_location,
-            "ssl.key.password": self.ssl_key_password,
-        }
-        for key, value in optional.items():
-            if isinstance(value, SecretStr):
-                conf[key] = value.get_secret_value()
-            elif value is not None:
-                conf[key] = str(value)
-        return conf
-
-    def consumer_config(self) -> dict[str, Any]:
-        return {
-            **self.kafka,
-            **self.kafka_security(),
-            "bootstrap.servers": self.bootstrap_servers,
-            "group.id": self.group_id,
-            # Offsets live in Delta; Kafka's committed offsets only mirror them for lag monitoring.
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            # Never jump silently: an out-of-range position is an error the service reports.
-            "auto.offset.reset": "error",
-            "session.timeout.ms": self.session_timeout_ms,
-            "max.poll.interval.ms": self.max_poll_interval_ms,
-        }
-
-    def producer_config(self) -> dict[str, Any]:
-        """For the dead-letter topic and replays: same cluster and security, idempotent."""
-        return {
-            **self.kafka_security(),
-            "bootstrap.servers": self.bootstrap_servers,
-            "enable.idempotence": True,
-        }
 
 
 _CONFIG_FILE: dict[str, Path] = {}

@@ -19,6 +19,7 @@ from confluent_kafka import KafkaException, Producer
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
 from ingest.core.errors import IngestError
+from ingest.core.kafka_config import producer_config
 from ingest.core.settings import IngestSettings
 from ingest.landing.bronze_columns import TIMESTAMP
 from ingest.landing.bronze_writer import ensure_table
@@ -137,7 +138,7 @@ class TopicDeadLetters:
     def __init__(self, settings: IngestSettings) -> None:
         assert settings.dead_letter_topic is not None
         self.topic = settings.dead_letter_topic
-        self.producer = Producer(settings.producer_config())
+        self.producer = Producer(producer_config(settings))
 
     def write(self, letters: Sequence[DeadLetter], covers: dict[TopicPartition, int], batch_id: str) -> int:
         errors: list[str] = []

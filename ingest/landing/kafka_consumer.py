@@ -8,6 +8,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from ingest.core.errors import ConfigError, IngestError
 from ingest.core.json_log import log_event
+from ingest.core.kafka_config import consumer_config
 from ingest.core.settings import IngestSettings
 
 
@@ -28,7 +29,7 @@ class KafkaErrors:
 
 def open_consumer(settings: IngestSettings, on_error: Callable[[KafkaError], None]) -> Consumer:
     """A consumer that reached the cluster and found every topic; ConfigError otherwise."""
-    consumer = Consumer({**settings.consumer_config(), "error_cb": on_error})
+    consumer = Consumer({**consumer_config(settings), "error_cb": on_error})
     try:
         metadata = consumer.list_topics(timeout=15)
     except KafkaException as err:

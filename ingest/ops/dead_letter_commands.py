@@ -28,6 +28,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from deltalake import DeltaTable
 
 from ingest.core.errors import ConfigError
+from ingest.core.kafka_config import security_config
 from ingest.core.settings import IngestSettings
 from ingest.landing.bronze_writer import BronzeWriter
 from ingest.landing.dead_letters import DEAD_LETTER_SCHEMA, TOPIC_HEADERS, dead_letter_id
@@ -105,7 +106,7 @@ def read_topic(settings: IngestSettings, timeout_s: float = 60.0) -> pa.Table:
         raise ConfigError("dead_letter_sink=topic needs dead_letter_topic")
     consumer = Consumer(
         {
-            **settings.kafka_security(),
+            **security_config(settings),
             "bootstrap.servers": settings.bootstrap_servers,
             "group.id": f"{settings.group_id}-dlq-reader-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,

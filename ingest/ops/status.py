@@ -14,6 +14,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from deltalake import DeltaTable
 
 from ingest.core.errors import ConfigError
+from ingest.core.kafka_config import consumer_config
 from ingest.core.settings import IngestSettings
 from ingest.landing.offsets import TopicPartition, txn_app_id
 
@@ -41,7 +42,7 @@ def _tables(settings: IngestSettings) -> dict[str, dict[str, Any]]:
 
 def _partitions(settings: IngestSettings, bronze: DeltaTable | None) -> list[dict[str, Any]]:
     consumer = Consumer(
-        {**settings.consumer_config(), "group.id": f"{settings.group_id}-status-{uuid.uuid4().hex}"}
+        {**consumer_config(settings), "group.id": f"{settings.group_id}-status-{uuid.uuid4().hex}"}
     )
     try:
         metadata = consumer.list_topics(timeout=10)

@@ -1,4 +1,4 @@
-"""Bad or odd configuration gets a one-line error and exit code 1, never a traceback or a secret."""
+"""Bad or odd configuration gets a one-line error and exit code 2, never a traceback or a secret."""
 
 from __future__ import annotations
 
@@ -41,6 +41,6 @@ def test_bad_configuration_is_a_clear_error(stack, fresh_topic, tmp_path, overri
 
     ensure_topic(stack.endpoints(fresh_topic), 1)
     result = _run({**service_env(stack, fresh_topic, tmp_path), **override})
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert "s3cret-pw" not in result.stderr + result.stdout

@@ -62,7 +62,7 @@ def test_unsafe_slug_is_refused_naming_the_line_and_nothing_is_written(
     code = cli.main(["games", "sync", "--project-dir", str(project)])
 
     err = capsys.readouterr().err
-    assert code == 1
+    assert code == 2
     assert f"line 3 (game_slug {slug!r})" in err
     assert reason in err
     assert _snapshot(project) == before, "a refused seed must not change any generated file"
@@ -74,7 +74,7 @@ def test_duplicate_slug_is_refused_naming_both_lines(
     seed = project / "seeds" / "games.csv"
     seed.write_text(f"{HEADER}\n{GOOD}\nkart,Kart,true,S,racing,pc,2024-01-01\n{GOOD}\n")
 
-    assert cli.main(["games", "sync", "--project-dir", str(project)]) == 1
+    assert cli.main(["games", "sync", "--project-dir", str(project)]) == 2
     err = capsys.readouterr().err
     assert "line 4 (game_slug 'space_raiders'): duplicate: line 2 already defines 'space_raiders'" in err
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ingest.core.errors import ConfigError, FramingError
+from ingest.core.kafka_config import consumer_config, producer_config
 from ingest.core.settings import load_settings
 from ingest.landing import wire_format as wire
 
@@ -24,7 +25,7 @@ def test_secrets_never_show_in_repr_or_errors(monkeypatch):
     settings = load_settings()
     assert "hunter2" not in repr(settings) and "tok-123" not in repr(settings)
     assert "hunter2" not in settings.model_dump_json()
-    assert settings.consumer_config()["sasl.password"] == "hunter2"
+    assert consumer_config(settings)["sasl.password"] == "hunter2"
     monkeypatch.setenv("GAMELAKE_INGEST_FLUSH_ROWS", "lots")
     with pytest.raises(ConfigError) as err:
         load_settings()
@@ -33,10 +34,72 @@ def test_secrets_never_show_in_repr_or_errors(monkeypatch):
 
 def test_librdkafka_settings_pass_through_but_cannot_break_exactly_once():
     settings = load_settings(kafka={"fetch.min.bytes": "1024"})
-    assert settings.consumer_config()["fetch.min.bytes"] == "1024"
-    assert settings.consumer_config()["enable.auto.commit"] is False
+    assert consumer_config(settings)["fetch.min.bytes"] == "1024"
+    assert consumer_config(settings)["enable.auto.commit"] is False
     with pytest.raises(ConfigError, match=r"enable\.auto\.commit"):
         load_settings(kafka={"enable.auto.commit": "true"})
+
+
+SECURITY_PROPERTIES = [  # (librdkafka property, typed setting, a value)
+    ("security.protocol", "security_protocol", "sasl_ssl"),
+    ("sasl.mechanism", "sasl_mechanism", "SCRAM-SHA-512"),
+    ("sasl.username", "sasl_username", "studio"),
+    ("sasl.password", "sasl_password", "pw-typed"),
+    ("ssl.ca.location", "ssl_ca_location", "/etc/ca.pem"),
+    ("ssl.certificate.location", "ssl_certificate_location", "/etc/client.pem"),
+    ("ssl.key.location", "ssl_key_location", "/etc/client.key"),
+    ("ssl.key.password", "ssl_key_password", "key-pw"),
+]
+
+
+@pytest.mark.parametrize(("key", "field", "value"), SECURITY_PROPERTIES)
+def test_a_passthrough_security_property_wins_over_the_typed_default_for_consumer_and_producer(
+    key, field, value
+):
+    typed = load_settings(**{field: value})
+    assert consumer_config(typed)[key] == value and producer_config(typed)[key] == value
+    passed = load_settings(kafka={key: "from-passthrough"})
+    assert consumer_config(passed)[key] == "from-passthrough"
+    assert producer_config(passed)[key] == "from-passthrough"
+
+
+@pytest.mark.parametrize(("key", "field", "value"), SECURITY_PROPERTIES)
+def test_a_security_property_set_both_ways_is_refused_naming_both(key, field, value, monkeypatch):
+    monkeypatch.setenv(f"GAMELAKE_INGEST_{field.upper()}", value)
+    with pytest.raises(ConfigError) as err:
+        load_settings(kafka={key: "other"})
+    assert f"{key!r} is set twice" in str(err.value) and field in str(err.value)
+    assert "pw-typed" not in str(err.value) and "key-pw" not in str(err.value)
+
+
+def test_the_librdkafka_way_of_configuring_sasl_is_not_silently_overridden():
+    passed = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "PLAIN",
+        "sasl.username": "u",
+        "sasl.password": "pw-in-passthrough",
+    }
+    conf = consumer_config(load_settings(kafka=passed))
+    assert conf["security.protocol"] == "SASL_PLAINTEXT" and conf["sasl.mechanisms"] == "PLAIN"
+    assert "sasl.mechanism" not in conf and conf["sasl.password"] == "pw-in-passthrough"
+    assert "pw-in-passthrough" not in repr(load_settings(kafka=passed))
+    with pytest.raises(ConfigError, match="'sasl.mechanism' is set twice"):
+        load_settings(kafka={"sasl.mechanism": "PLAIN", "sasl.mechanisms": "PLAIN"})
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "field", "expected"),
+    [
+        ("SECURITY_PROTOCOL", "SASL_SSL", "security_protocol", "sasl_ssl"),
+        ("SECURITY_PROTOCOL", "Sasl_Plaintext", "security_protocol", "sasl_plaintext"),
+        ("DEAD_LETTER_SINK", "DELTA", "dead_letter_sink", "delta"),
+        ("ON_EXPIRED_OFFSET", "Earliest", "on_expired_offset", "earliest"),
+        ("LOG_LEVEL", "debug", "log_level", "DEBUG"),
+    ],
+)
+def test_enumerated_values_accept_any_case(env, value, field, expected, monkeypatch):
+    monkeypatch.setenv(f"GAMELAKE_INGEST_{env}", value)
+    assert getattr(load_settings(), field) == expected
 
 
 def test_topic_sink_needs_a_topic_and_auth_is_one_kind():
