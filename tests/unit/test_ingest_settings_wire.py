@@ -83,7 +83,7 @@ def test_the_librdkafka_way_of_configuring_sasl_is_not_silently_overridden():
     assert conf["security.protocol"] == "SASL_PLAINTEXT" and conf["sasl.mechanisms"] == "PLAIN"
     assert "sasl.mechanism" not in conf and conf["sasl.password"] == "pw-in-passthrough"
     assert "pw-in-passthrough" not in repr(load_settings(kafka=passed))
-    with pytest.raises(ConfigError, match="'sasl.mechanism' is set twice"):
+    with pytest.raises(ConfigError, match=r"'sasl\.mechanism' is set twice"):
         load_settings(kafka={"sasl.mechanism": "PLAIN", "sasl.mechanisms": "PLAIN"})
 
 
