@@ -44,6 +44,9 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR) -> dict[str, str]:
         "spark.default.parallelism": "2",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
+        # The driver's RPC and block manager listen on loopback, not on the host name's address.
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.adaptive.enabled": "true",
         "spark.databricks.delta.snapshotPartitions": "2",

@@ -1,46 +1,105 @@
-"""The service's Kafka consumer: created from the settings, checked before use, errors classified."""
+"""The service's Kafka consumer: created from the settings, checked before use, errors classified.
+
+A wrong SASL password or a broker certificate the CA does not vouch for fails the start within
+seconds, as one line that names the settings to fix, instead of librdkafka retrying forever.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from ingest.core.errors import ConfigError, IngestError
 from ingest.core.json_log import log_event
 from ingest.core.kafka_config import consumer_config
+from ingest.core.librdkafka_log import librdkafka_logger, repeat_filter
 from ingest.core.settings import IngestSettings
+
+CONNECT_TIMEOUT_S = 15.0
+REPEAT_S = 60.0
 
 
 class KafkaErrors:
-    """librdkafka's ``error_cb``: transport errors are logged (it retries), a fatal one is kept."""
+    """librdkafka's ``error_cb``: transport errors are logged (it retries), auth and fatal ones kept."""
 
     def __init__(self) -> None:
         self.fatal: IngestError | None = None
+        self.authentication: str | None = None
+        self.tls: str | None = None
+        self.quiet = False  # the start-up check reports refusals itself, in one line
+        self._logged: dict[str, float] = {}
 
     def __call__(self, err: KafkaError) -> None:
-        if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
-            log_event("kafka_unreachable", error=err.str())
+        if err.code() == KafkaError._AUTHENTICATION:
+            self.authentication = err.str()
+            self._log("kafka_authentication_failed", logging.ERROR, err)
+        elif err.code() == KafkaError._SSL:
+            self.tls = err.str()
+            self._log("kafka_tls_failed", logging.ERROR, err)
+        elif err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
+            self._log("kafka_unreachable", logging.WARNING, err)
         elif err.fatal():
             self.fatal = IngestError(f"Kafka fatal error: {err.str()}")
         else:
-            log_event("kafka_error", error=err.str())
+            self._log("kafka_error", logging.WARNING, err)
+
+    def _log(self, kind: str, level: int, err: KafkaError) -> None:
+        """Once a minute per kind: librdkafka reports the same outage on every reconnect."""
+        if self.quiet or time.monotonic() - self._logged.get(kind, -REPEAT_S) < REPEAT_S:
+            return
+        self._logged[kind] = time.monotonic()
+        log_event(kind, level, error=err.str())
 
 
-def open_consumer(settings: IngestSettings, on_error: Callable[[KafkaError], None]) -> Consumer:
+def open_consumer(settings: IngestSettings, errors: KafkaErrors) -> Consumer:
     """A consumer that reached the cluster and found every topic; ConfigError otherwise."""
-    consumer = Consumer({**consumer_config(settings), "error_cb": on_error})
+    consumer = Consumer({**consumer_config(settings), "error_cb": errors, "logger": librdkafka_logger()})
+    # At DEBUG an operator wants librdkafka's own account; otherwise the check's one line says it.
+    errors.quiet = repeat_filter().muted = settings.log_level != "DEBUG"
     try:
-        metadata = consumer.list_topics(timeout=15)
-    except KafkaException as err:
+        topics = _topics(consumer, settings, errors)
+    except ConfigError:
         consumer.close()
-        raise ConfigError(
-            f"Kafka at {settings.bootstrap_servers} did not answer within 15 s "
-            f"({err.args[0].str()}); "
-            "check bootstrap_servers and the security settings"
-        ) from None
-    missing = [t for t in settings.topics if t not in metadata.topics]
+        raise
+    finally:
+        errors.quiet = repeat_filter().muted = False
+    missing = [t for t in settings.topics if t not in topics]
     if missing:
         consumer.close()
         raise ConfigError(f"topic(s) {missing} do not exist on {settings.bootstrap_servers}")
     return consumer
+
+
+def _topics(consumer: Consumer, settings: IngestSettings, errors: KafkaErrors) -> set[str]:
+    """The cluster's topics, asked in short rounds so an auth or TLS failure stops the wait early."""
+    deadline = time.monotonic() + CONNECT_TIMEOUT_S
+    while True:
+        try:
+            return set(consumer.list_topics(timeout=1.0).topics)
+        except KafkaException as err:
+            last = err.args[0].str()
+        consumer.poll(0)  # serves error_cb and the log queue
+        _raise_if_refused(settings, errors)
+        if time.monotonic() >= deadline:
+            raise ConfigError(
+                f"Kafka at {settings.bootstrap_servers} did not answer within {CONNECT_TIMEOUT_S:.0f} s "
+                f"({last}); check bootstrap_servers and the security settings"
+            )
+
+
+def _raise_if_refused(settings: IngestSettings, errors: KafkaErrors) -> None:
+    where = f"Kafka at {settings.bootstrap_servers}"
+    if errors.authentication is not None:
+        raise ConfigError(
+            f"{where} refused the SASL login of sasl_username {settings.sasl_username!r} "
+            f"({errors.authentication.split(': ')[-1]}): check sasl_username and sasl_password "
+            "(GAMELAKE_INGEST_SASL_USERNAME, GAMELAKE_INGEST_SASL_PASSWORD) and sasl_mechanism"
+        )
+    if errors.tls is not None:
+        raise ConfigError(
+            f"TLS with {where} failed ({errors.tls.split(': ', 1)[-1]}): check that ssl_ca_location "
+            f"({settings.ssl_ca_location or 'the system CAs'}) holds the CA that signed the brokers' "
+            "certificate, and that security_protocol is right"
+        )

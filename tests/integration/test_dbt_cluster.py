@@ -8,7 +8,9 @@ with expectations computed in Python.
 
 from __future__ import annotations
 
+import os
 import random
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -102,3 +104,34 @@ def test_dbt_build_on_the_cluster_target_is_exact(
     state = requests.get(f"http://{spark_cluster.HOST}:{cluster.master_ui_port}/json/", timeout=5).json()
     apps = {app["name"]: app for app in state["activeapps"]}
     assert state["aliveworkers"] == 1 and apps["gamelake-thrift"]["cores"] > 0
+
+
+def test_every_server_the_project_starts_listens_on_loopback_only(
+    cluster: spark_cluster.ClusterConfig, stack: Any, fresh_topic: str, tmp_path: Path
+) -> None:
+    from ingest.dev.localstack.stack import StackPorts, servers
+    from ingest.dev.producer.publish import ensure_topic
+    from tests.integration.ingest_support import service_env, start_service
+    from tests.integration.listening_sockets import descendants, is_loopback, listening
+
+    ensure_topic(stack.endpoints(fresh_topic), 1)
+    metrics_port = 9390
+    service = start_service(service_env(stack, fresh_topic, tmp_path, metrics_port=metrics_port))
+    try:
+        ports = StackPorts.from_env()
+        started = [*servers(ports), *spark_cluster.servers(cluster)]
+        roots = {pid for server in started if (pid := server.pid()) is not None} | {service.pid, os.getpid()}
+        expected = {
+            ports.kafka, ports.kafka_controller, ports.kafka_sasl_ssl, ports.registry,
+            ports.registry_management, cluster.master_port, cluster.master_ui_port, cluster.worker_port,
+            cluster.worker_ui_port, cluster.thrift_port, metrics_port,
+        }  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not expected <= set(sockets := listening(descendants(roots))) and time.monotonic() < deadline:
+            time.sleep(0.5)  # the service opens its metrics port once it is up
+    finally:
+        service.terminate()
+        service.wait(timeout=30)
+    assert expected <= set(sockets), f"not listening: {sorted(expected - set(sockets))}"
+    exposed = {port: host for port, host in sockets.items() if not is_loopback(host)}
+    assert not exposed, f"listening beyond loopback: {exposed}"

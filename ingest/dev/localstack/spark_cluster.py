@@ -27,8 +27,9 @@ from ingest.core.errors import ConfigError, IngestError
 from ingest.core.jvm import delta_jars
 from ingest.core.paths import STACK_DIR, WAREHOUSE_DIR
 from ingest.dev.localstack import process
+from ingest.dev.localstack.bind import bind_host
 
-HOST = "127.0.0.1"
+HOST = bind_host()
 PORT_VARIABLES = {
     "GAMELAKE_SPARK_MASTER_PORT": 7177,
     "GAMELAKE_SPARK_MASTER_UI_PORT": 8181,
@@ -97,7 +98,13 @@ def _alive_workers(config: ClusterConfig) -> int:
 
 
 def _env() -> dict[str, str]:
-    return {"SPARK_HOME": str(_spark_home()), "SPARK_DAEMON_MEMORY": DAEMON_MEMORY, "SPARK_NO_DAEMONIZE": "1"}
+    return {
+        "SPARK_HOME": str(_spark_home()),
+        "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
+        "SPARK_NO_DAEMONIZE": "1",
+        # The web UIs (and executors' block managers) bind to SPARK_LOCAL_IP, else every interface.
+        "SPARK_LOCAL_IP": HOST,
+    }
 
 
 def _thrift_conf(config: ClusterConfig) -> list[str]:

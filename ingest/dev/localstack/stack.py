@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from ingest.core.errors import ConfigError
 from ingest.core.paths import STACK_DIR
@@ -14,6 +15,7 @@ from ingest.dev.localstack.registry import confluent_url, registry
 PORT_VARIABLES = {
     "KAFKA_PORT": 9092,
     "KAFKA_CONTROLLER_PORT": 9093,
+    "KAFKA_SASL_SSL_PORT": 9094,
     "SCHEMA_REGISTRY_PORT": 8081,
     "SCHEMA_REGISTRY_MANAGEMENT_PORT": 9081,
 }
@@ -23,6 +25,7 @@ PORT_VARIABLES = {
 class StackPorts:
     kafka: int
     kafka_controller: int
+    kafka_sasl_ssl: int
     registry: int
     registry_management: int
 
@@ -40,6 +43,11 @@ class StackPorts:
         return f"localhost:{self.kafka}"
 
     @property
+    def sasl_ssl_bootstrap_servers(self) -> str:
+        """The SASL_SSL listener: SCRAM-SHA-512 over TLS, trusting ca_certificate()."""
+        return f"localhost:{self.kafka_sasl_ssl}"
+
+    @property
     def registry_url(self) -> str:
         return confluent_url(self.registry)
 
@@ -53,9 +61,14 @@ def _port(name: str, default: int) -> int:
 
 def servers(ports: StackPorts) -> list[process.Server]:
     return [
-        broker(STACK_DIR / "kafka", ports.kafka, ports.kafka_controller),
+        broker(STACK_DIR / "kafka", ports.kafka, ports.kafka_controller, ports.kafka_sasl_ssl),
         registry(STACK_DIR / "schema-registry", ports.registry, ports.registry_management),
     ]
+
+
+def ca_certificate() -> Path:
+    """The CA that signed the SASL_SSL listener's certificate (clients' ssl.ca.location)."""
+    return STACK_DIR / "kafka" / "tls" / "ca.pem"
 
 
 def up(ports: StackPorts) -> None:
@@ -81,6 +94,10 @@ def describe(ports: StackPorts) -> bool:
         all_ok &= ok
         state = f"healthy (pid {pid})" if ok else ("running, not healthy" if pid else "stopped")
         print(f"  {server.name:16} {endpoints[server.name]:45} {state:22} log {server.log_file}")
+    print(
+        f"  kafka SASL_SSL   {ports.sasl_ssl_bootstrap_servers} (SCRAM-SHA-512; CA {ca_certificate()}; "
+        "users: ingest stack add-user NAME)"
+    )
     print(f"  export KAFKA_BOOTSTRAP_SERVERS={ports.bootstrap_servers}")
     print(f"  export SCHEMA_REGISTRY_URL={ports.registry_url}")
     return all_ok
