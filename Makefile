@@ -71,7 +71,7 @@ lint: setup ## ruff, mypy on ingest/, the package layers (import-linter), sqlflu
 	$(BIN)/lint-imports
 	$(BIN)/sqlfluff lint models macros data-tests
 
-compact: setup ## Compact, checkpoint and vacuum the bronze, dead-letter and event-log tables
+compact: setup ## Purge old dead letters; compact, checkpoint and vacuum the bronze, dead-letter and event-log tables
 	$(BIN)/python -m ingest.ops.maintenance
 
 bench: setup ## Run the benchmarks and record results under bench/results

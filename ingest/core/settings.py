@@ -118,6 +118,12 @@ class IngestSettings(BaseSettings):
     # Failure policy
     dead_letter_sink: Literal["delta", "topic"] = Field("delta", description="Where dead letters go.")
     dead_letter_topic: str | None = Field(None, description="Dead-letter topic when dead_letter_sink=topic.")
+    dead_letter_retention_days: int = Field(
+        30,
+        ge=0,
+        description="`ingest dlq purge` and `make compact` delete dead letters (raw bytes that may hold "
+        "player data) older than this; 0 keeps them.",
+    )
     on_expired_offset: Literal["fail", "earliest"] = Field(
         "fail",
         description="When the offset stored in Delta fell out of Kafka's retention: "

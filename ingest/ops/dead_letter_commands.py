@@ -34,6 +34,7 @@ from ingest.landing.bronze_writer import BronzeWriter
 from ingest.landing.dead_letters import DEAD_LETTER_SCHEMA, TOPIC_HEADERS, dead_letter_id
 from ingest.landing.decode import Decoder
 from ingest.landing.registry import RegistryClient
+from ingest.ops.dead_letter_purge import purge
 
 
 @dataclass(frozen=True)
@@ -237,10 +238,28 @@ def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -
     return result
 
 
+def _purge(settings: IngestSettings, older_than_days: int | None) -> int:
+    days = settings.dead_letter_retention_days if older_than_days is None else older_than_days
+    if settings.dead_letter_sink != "delta":
+        raise ConfigError(
+            "dlq purge works on the dead-letter table; the topic's retention governs a topic sink"
+        )
+    if days <= 0:
+        raise ConfigError("nothing to purge at a retention of 0 days (keep all): pass --older-than-days N")
+    path = settings.dead_letters_path
+    if not DeltaTable.is_deltatable(str(path)):
+        print(f"no dead-letter table at {path}: nothing to purge")
+        return 0
+    print(json.dumps({"older_than_days": days, **purge(path, days)}))
+    return 0
+
+
 def _command(args: argparse.Namespace) -> int:
     from ingest.core.settings_args import settings_from_args
 
     settings = settings_from_args(args)
+    if args.verb == "purge":
+        return _purge(settings, args.older_than_days)
     offsets = [int(o) for o in args.offsets.split(",")] if args.offsets else None
     letters = select(settings, args.stage, args.dlq_topic, offsets)
     if args.verb == "list":
@@ -257,11 +276,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     parser = subparsers.add_parser(
         "dlq",
-        help="list dead letters or replay them into bronze without duplicates",
+        help="list dead letters, replay them into bronze without duplicates, or purge old ones",
         description="Reads the configured sink: the dead-letter table, or with "
         "dead_letter_sink=topic the dead-letter topic.",
     )
-    parser.add_argument("verb", choices=["list", "replay"])
+    parser.add_argument("verb", choices=["list", "replay", "purge"])
     add_settings_arguments(parser)
     parser.add_argument(
         "--stage", help="only this failed stage: framing, schema_lookup, decode, schema_guard"
@@ -269,4 +288,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dlq-topic", help="only dead letters from this source topic")
     parser.add_argument("--offsets", help="only these offsets, comma-separated")
     parser.add_argument("--dry-run", action="store_true", help="decode and count, land nothing")
+    parser.add_argument(
+        "--older-than-days",
+        type=int,
+        help="purge: delete dead letters older than this (default: dead_letter_retention_days)",
+    )
     parser.set_defaults(handler=_command)

@@ -1,4 +1,4 @@
-"""``make compact``: compaction, checkpoints and vacuum of the landing tables.
+"""``make compact``: compaction, checkpoints and vacuum of the landing tables, and the dead-letter purge.
 
 Runs beside the service safely: compaction takes the table's compaction lock
 (ingest/landing/compaction.py), checkpoints and vacuum add no data files.
@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 
 from ingest.core.settings import load_settings
 from ingest.landing.compaction import compact
+from ingest.ops.dead_letter_purge import purge
 
 
 def maintain(path: Path, vacuum_hours: int = 168) -> dict[str, object]:
@@ -27,7 +28,10 @@ def maintain(path: Path, vacuum_hours: int = 168) -> dict[str, object]:
 
 def main() -> int:
     settings = load_settings()
-    for path in (settings.bronze_path, settings.dead_letters_path, settings.event_log_path):
+    dead_letters = settings.dead_letters_path
+    if settings.dead_letter_retention_days and DeltaTable.is_deltatable(str(dead_letters)):
+        print(f"{dead_letters}: {purge(dead_letters, settings.dead_letter_retention_days)}")
+    for path in (settings.bronze_path, dead_letters, settings.event_log_path):
         if DeltaTable.is_deltatable(str(path)):
             print(f"{path}: {maintain(path)}")
     return 0
