@@ -11,11 +11,9 @@ owned partitions are re-seeked to the offsets Delta holds. doc/DESIGN.md has the
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import time
 import uuid
-from types import FrameType
 
 from confluent_kafka import KafkaError, Message
 
@@ -23,6 +21,7 @@ from ingest.core import metrics
 from ingest.core.errors import IngestError
 from ingest.core.json_log import log_event
 from ingest.core.settings import IngestSettings
+from ingest.core.stop_signals import StopRequest, stop_on_signals
 from ingest.landing.batch import Batch
 from ingest.landing.bronze_writer import BronzeWriter, FencedError
 from ingest.landing.commit_report import report_commit
@@ -60,37 +59,37 @@ class Service:
         self.ownership = PartitionOwnership(writer)
         self.batch = Batch()
         self.last_poll = time.monotonic()
-        self.stopping = False
+        self.stop = StopRequest()
         self.fatal: IngestError | None = None
         self.commits = 0
 
     def run(self) -> int:
-        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         self.event_log.record(Event("start", message=self.settings.model_dump_json(exclude={"kafka"})))
         log_event(
             "start", instance=self.instance_id, topics=self.settings.topics, group=self.settings.group_id
         )
         rebalance = RebalanceHandler(self.ownership, self.event_log, self.instance_id, self.flush, self._drop)
-        try:
-            self.consumer.subscribe(
-                self.settings.topics,
-                on_assign=rebalance.on_assign,
-                on_revoke=rebalance.on_revoke,
-                on_lost=rebalance.on_lost,
-            )
-            self._loop()
-            self.flush()
-        finally:
-            self.consumer.close()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        with stop_on_signals() as self.stop:
+            try:
+                self.consumer.subscribe(
+                    self.settings.topics,
+                    on_assign=rebalance.on_assign,
+                    on_revoke=rebalance.on_revoke,
+                    on_lost=rebalance.on_lost,
+                )
+                self._loop()
+                if self.stop.is_set():
+                    log_event("signal", signal=self.stop.reason, action="flush, commit and exit")
+                self.flush()
+            finally:
+                self.consumer.close()
         self.event_log.record(Event("stop", message=f"{self.commits} commits"))
         log_event("stop", instance=self.instance_id, commits=self.commits)
         return 0
 
     def _loop(self) -> None:
         started, lag_checked = time.monotonic(), 0.0
-        while not self.stopping:
+        while not self.stop.is_set():
             idle = self._poll()
             if self.fatal is not None:
                 raise self.fatal
@@ -101,10 +100,6 @@ class Service:
                 lag_checked = time.monotonic()
                 if self._caught_up(started) and self.until_caught_up:
                     return
-
-    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        log_event("signal", signal=signal.Signals(signum).name, action="flush, commit and exit")
-        self.stopping = True
 
     def _poll(self) -> bool:
         """Poll once into the batch; True when the poll came back empty."""

@@ -11,6 +11,7 @@ from ingest.core.endpoints import Endpoints
 from ingest.core.errors import ConfigError
 from ingest.core.identifiers import validate_slugs
 from ingest.core.paths import PROJECT_DIR
+from ingest.core.stop_signals import stop_on_signals, until_set
 from ingest.dev.producer.datagen import DEFAULT_ANCHOR, EventGenerator
 from ingest.dev.producer.publish import publish, validate_versions
 
@@ -115,18 +116,17 @@ def run(args: argparse.Namespace) -> int:
         f"as schema versions {versions} to {endpoints.topic} at {endpoints.bootstrap_servers}",
         flush=True,
     )
-    try:
+    with stop_on_signals() as stopping:
         summary = publish(
             endpoints,
-            generator.events(count),
+            until_set(generator.events(count), stopping),
             versions,
             partitions=args.partitions,
             rate=args.rate,
             total=count,
             progress=not args.no_progress,
         )
-    except KeyboardInterrupt:
-        print("interrupted: flushed what was sent", flush=True)
-        return 130
+    if stopping.is_set():
+        print(f"stopped by {stopping.reason}: flushed what was sent", flush=True)
     print(summary.render())
     return 0 if summary.failed == 0 else 1
