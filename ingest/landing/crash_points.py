@@ -9,7 +9,8 @@ is a comma-separated list of actions:
     kill-after:<s>            SIGKILL after s seconds from start (random kill points)
 
 Points: ``decoded`` (before any write), ``files_written`` (parquet written, not committed),
-``dead_letters_written``, ``delta_committed`` (Delta commit done, Kafka commit not yet).
+``dead_letters_written``, ``delta_committed`` (Delta commit done, Kafka commit not yet),
+``compacting`` (in the compaction process, holding the lock, before OPTIMIZE).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-POINTS = ("decoded", "files_written", "dead_letters_written", "delta_committed")
+POINTS = ("decoded", "files_written", "dead_letters_written", "delta_committed", "compacting")
 _ACTIONS: dict[str, list[tuple[str, float, int]]] = {}
 _SEEN: Counter[str] = Counter()
 

@@ -25,7 +25,7 @@ from ingest.core.stop_signals import StopRequest, stop_on_signals
 from ingest.landing.batch import Batch
 from ingest.landing.bronze_writer import BronzeWriter, FencedError
 from ingest.landing.commit_report import report_commit
-from ingest.landing.compaction import CompactionSchedule
+from ingest.landing.compaction import BackgroundCompaction
 from ingest.landing.dead_letters import make_sink
 from ingest.landing.decode import Decoder
 from ingest.landing.event_log import Event, EventLog
@@ -38,6 +38,8 @@ from ingest.landing.offsets import mirror_to_kafka
 from ingest.landing.ownership import PartitionOwnership
 from ingest.landing.rebalance import RebalanceHandler
 from ingest.landing.registry import RegistryClient, RegistryUnavailable
+
+COMPACTION_WAIT_S = 60.0  # on stop: let a running compaction finish and report
 
 
 class Service:
@@ -53,7 +55,7 @@ class Service:
         self.event_log = EventLog(settings.event_log_path, self.instance_id)
         decoder = Decoder(registry, settings.unknown_schema_retries, settings.registry_retry_backoff_s)
         self.lander = Lander(settings, writer, decoder, make_sink(settings), self.event_log, self.instance_id)
-        self.compaction = CompactionSchedule(settings.bronze_path, settings.compact_every_commits)
+        self.compaction = BackgroundCompaction(settings.bronze_path, settings.compact_every_commits)
         self.kafka_errors = KafkaErrors()
         self.consumer = open_consumer(settings, self.kafka_errors)
         self.ownership = PartitionOwnership(writer)
@@ -83,6 +85,7 @@ class Service:
                 self.flush()
             finally:
                 self.consumer.close()
+                self._report_compaction(self.compaction.reap(wait_s=COMPACTION_WAIT_S))
         self.event_log.record(Event("stop", message=f"{self.commits} commits"))
         log_event("stop", instance=self.instance_id, commits=self.commits)
         return 0
@@ -154,8 +157,7 @@ class Service:
         self.batch.clear()
         self.commits += 1
         report_commit(landed, self.event_log)
-        if (compacted := self.compaction.after_commit(self.commits)) is not None:
-            log_event("compaction", result=compacted)
+        self._report_compaction(self.compaction.after_commit(self.commits))
 
     def _drop_unlandable(self, batch_id: str, err: IngestError) -> None:
         kind, reason = {
@@ -167,6 +169,11 @@ class Service:
         self._drop(reason, str(err))
         if isinstance(err, RegistryUnavailable):  # give the registry a moment before the re-read
             time.sleep(min(5.0, self.settings.registry_retry_backoff_s * 4))
+
+    @staticmethod
+    def _report_compaction(result: dict[str, object] | None) -> None:
+        if result is not None:
+            log_event("compaction", result=result)
 
     def health(self) -> dict[str, object]:
         failed = self.fatal is not None or self.kafka_errors.fatal is not None

@@ -6,6 +6,7 @@ one stand-in is a consumer that records seeks and assignments, since these units
 
 from __future__ import annotations
 
+import os
 import time
 from types import SimpleNamespace
 
@@ -19,7 +20,7 @@ from ingest.dev.demo_schemas import load_version
 from ingest.landing import wire_format
 from ingest.landing.batch import Batch
 from ingest.landing.bronze_writer import BronzeWriter, FencedError, Landing
-from ingest.landing.compaction import CompactionSchedule
+from ingest.landing.compaction import BackgroundCompaction
 from ingest.landing.dead_letters import DeltaDeadLetters
 from ingest.landing.decode import Decoder
 from ingest.landing.event_log import EventLog
@@ -167,16 +168,19 @@ def test_the_lander_refuses_a_stale_batch_and_a_fenced_one_without_landing(tmp_p
 
 
 # -- compaction schedule and health --------------------------------------------------------
-def test_compaction_runs_every_n_commits_and_never_at_zero(tmp_path):
+def test_compaction_runs_every_n_commits_in_a_child_process_and_never_at_zero(tmp_path):
     lander, ownership, _writer = _lander(tmp_path)
     for start in range(0, 30, 10):
         landed = lander.land(f"b{start}", _events(range(start, start + 10)), ownership, time.monotonic())
         ownership.advance(landed.landings)
     bronze = tmp_path / "bronze" / "game_events"
-    assert CompactionSchedule(bronze, 0).after_commit(3) is None
-    assert CompactionSchedule(bronze, 2).after_commit(3) is None
-    result = CompactionSchedule(bronze, 3).after_commit(3)
-    assert result == {"numFilesAdded": 1, "numFilesRemoved": 3}
+    never, not_due, due = (BackgroundCompaction(bronze, every) for every in (0, 2, 3))
+    assert never.after_commit(3) is None and never.running is None
+    assert not_due.after_commit(3) is None and not_due.running is None
+    assert due.after_commit(3) is None, "it starts; the result comes later"
+    assert due.running is not None and due.running.pid != os.getpid()
+    assert due.reap(wait_s=60) == {"numFilesAdded": 1, "numFilesRemoved": 3}
+    assert due.running is None and due.reap() is None
 
 
 def test_health_fails_on_a_fatal_error_or_a_stalled_loop():
