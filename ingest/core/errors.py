@@ -48,6 +48,12 @@ class SchemaLookupError(MessageError):
     stage = "schema_lookup"
 
 
+class SchemaBuildError(MessageError):
+    """The registry returned the schema, but it cannot be built (a missing import, a bad descriptor)."""
+
+    stage = "schema_build"
+
+
 class DecodeError(MessageError):
     """The protobuf payload is truncated or invalid for the schema its id names."""
 

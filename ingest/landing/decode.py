@@ -25,7 +25,13 @@ import pyarrow.compute as pc
 from google.protobuf import json_format, message_factory
 from google.protobuf.message import Message
 
-from ingest.core.errors import DecodeError, MessageError, SchemaGuardError, SchemaLookupError
+from ingest.core.errors import (
+    DecodeError,
+    MessageError,
+    SchemaBuildError,
+    SchemaGuardError,
+    SchemaLookupError,
+)
 from ingest.landing import wire_format as wire
 from ingest.landing.bronze_columns import (
     EVENT_TIME_FIELD,
@@ -247,11 +253,17 @@ class Decoder:
             raise SchemaLookupError(
                 f"schema id {schema_id} has no message at path {list(indexes)}: {err}"
             ) from None
-        plan = Plan(
-            schema_id,
-            message_factory.GetMessageClass(descriptor),
-            [field_column(f) for f in descriptor.fields],
-        )
+        try:
+            plan = Plan(
+                schema_id,
+                message_factory.GetMessageClass(descriptor),
+                [field_column(f) for f in descriptor.fields],
+            )
+        except Exception as err:  # a type the runtime cannot make a class or a column of
+            raise SchemaBuildError(
+                f"schema id {schema_id} message {descriptor.full_name} cannot be built: "
+                f"{type(err).__name__}: {err}"
+            ) from None
         self._plans[key] = plan
         return plan
 
@@ -268,28 +280,51 @@ class Decoder:
         schema_ids: set[int] = set()
         new_columns: list[FieldColumn] = []
         for group in groups:
-            schema_id, positions = group.schema_id, group.positions
+            bad: list[tuple[int, MessageError]]
             try:
-                plan = self.plan(schema_id, group.message_indexes)
-                problems = guard.violations(plan.columns)
-                if problems:
-                    raise SchemaGuardError(
-                        f"schema id {schema_id} refused by the schema guard: " + "; ".join(problems)
-                    )
-            except (SchemaLookupError, SchemaGuardError) as err:
-                dead += [DeadLetter(records[i], _located(err, records[i]), schema_id) for i in positions]
-                continue
-            new_columns += guard.accept(plan.columns)
-            messages, good, bad = plan.parse(group.payloads)
-            for pos, reason in bad:
-                record = records[positions[pos]]
-                dead.append(DeadLetter(record, _located(DecodeError(reason), record), schema_id))
-            if messages:
-                kept = positions if not bad else [positions[p] for p in good]
-                tables.append(self._table(plan, messages, kafka.columns(schema_id, kept)))
-                schema_ids.add(schema_id)
+                plan = self._checked_plan(group.schema_id, group.message_indexes, guard)
+            except (SchemaLookupError, SchemaBuildError, SchemaGuardError) as err:
+                bad = [(i, err) for i in group.positions]
+            else:
+                new_columns += guard.accept(plan.columns)
+                table, bad = self._group_table(plan, group.payloads, group.positions, kafka)
+                if table is not None:
+                    tables.append(table)
+                    schema_ids.add(group.schema_id)
+            dead += [DeadLetter(records[i], _located(e, records[i]), group.schema_id) for i, e in bad]
         table = pa.concat_tables(tables, promote_options="default") if tables else None
         return DecodedBatch(table, dead, schema_ids, new_columns, kafka.offsets())
+
+    def _checked_plan(self, schema_id: int, indexes: tuple[int, ...], guard: ColumnRegistry) -> Plan:
+        plan = self.plan(schema_id, indexes)
+        problems = guard.violations(plan.columns)
+        if problems:
+            refused = "; ".join(problems)
+            raise SchemaGuardError(f"schema id {schema_id} refused by the schema guard: {refused}")
+        return plan
+
+    def _group_table(
+        self, plan: Plan, payloads: list[bytes], positions: list[int], kafka: KafkaColumns
+    ) -> tuple[pa.Table | None, list[tuple[int, MessageError]]]:
+        """One schema's rows, and (record position, error) for each record that cannot land."""
+        messages, good, bad = plan.parse(payloads)
+        failed: list[tuple[int, MessageError]] = [(positions[p], DecodeError(reason)) for p, reason in bad]
+        if not messages:
+            return None, failed
+        kept = positions if not bad else [positions[p] for p in good]
+        try:
+            return self._table(plan, messages, kafka.columns(plan.schema_id, kept)), failed
+        except Exception:  # some message's values cannot be read: find which, one at a time
+            pass
+        tables = []
+        for message, position in zip(messages, kept, strict=True):
+            try:
+                tables.append(self._table(plan, [message], kafka.columns(plan.schema_id, [position])))
+            except Exception as err:  # e.g. an Any whose type the runtime does not know
+                failed.append(
+                    (position, DecodeError(f"cannot read the message's values: {type(err).__name__}: {err}"))
+                )
+        return (pa.concat_tables(tables, promote_options="default") if tables else None), failed
 
     @staticmethod
     def _table(plan: Plan, messages: list[Message], kafka: dict[str, pa.Array]) -> pa.Table:

@@ -11,7 +11,13 @@ Failure classes differ on purpose:
   bounded number of times, then dead-letters the message;
 * the registry cannot be reached or fails (connection error, 5xx): ``RegistryUnavailable``;
   the caller drops the uncommitted batch and tries again later, never dead-lettering good data;
-* the registry refuses us (401/403): ``ConfigError``; the service stops with that message.
+* the registry refuses us (401/403): ``ConfigError``; the service stops with that message;
+* the schema comes back but cannot be built (an import nobody registered, a malformed
+  descriptor): ``SchemaBuildError``, remembered per id; its messages become dead letters.
+
+Well-known imports (``google/protobuf/timestamp.proto`` ...) that a producer registered without
+a reference (confluent-kafka's default ``skip.known.types``) come from the protobuf runtime's
+own descriptors.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from urllib.parse import quote
 import requests
 from google.protobuf import descriptor, descriptor_pb2, descriptor_pool
 
-from ingest.core.errors import ConfigError, IngestError
+from ingest.core.errors import ConfigError, IngestError, SchemaBuildError
 from ingest.core.settings import IngestSettings
 
 
@@ -77,6 +83,7 @@ class RegistryClient:
             password = settings.registry_password.get_secret_value() if settings.registry_password else ""
             self._session.auth = (settings.registry_username, password)
         self._schemas: dict[int, RegistrySchema] = {}
+        self._broken: dict[int, str] = {}  # schema id -> why it cannot be built
         self._files: dict[
             tuple[str, int], tuple[descriptor_pb2.FileDescriptorProto, list[dict[str, Any]]]
         ] = {}
@@ -101,22 +108,32 @@ class RegistryClient:
             )
 
     def schema(self, schema_id: int) -> RegistrySchema:
-        """The schema of ``schema_id``, fetched and built once."""
+        """The schema of ``schema_id``, fetched and built once; SchemaBuildError, also remembered."""
         cached = self._schemas.get(schema_id)
         if cached is not None:
             return cached
+        if schema_id in self._broken:
+            raise SchemaBuildError(self._broken[schema_id])
         self.lookups += 1
         body = self._get(f"/schemas/ids/{schema_id}", not_found=f"schema id {schema_id}")
         if body.get("schemaType", "AVRO") != "PROTOBUF":
             raise UnknownSchemaId(f"schema id {schema_id} is {body.get('schemaType', 'AVRO')}, not PROTOBUF")
+        try:
+            built = self._build(schema_id, body)
+        except (RegistryUnavailable, UnknownSchemaId, ConfigError):
+            raise
+        except Exception as err:  # protobuf raises TypeError, KeyError, ... for a file it cannot build
+            self._broken[schema_id] = f"schema id {schema_id} cannot be built: {type(err).__name__}: {err}"
+            raise SchemaBuildError(self._broken[schema_id]) from None
+        self._schemas[schema_id] = built
+        return built
+
+    def _build(self, schema_id: int, body: dict[str, Any]) -> RegistrySchema:
         pool = descriptor_pool.DescriptorPool()
         dependencies: list[descriptor_pb2.FileDescriptorProto] = []
         self._add_references(pool, body.get("references") or [], dependencies)
         main = _file_descriptor(body["schema"], f"schema-{schema_id}.proto", dependencies)
-        pool.Add(main)
-        built = RegistrySchema(schema_id, main, pool)
-        self._schemas[schema_id] = built
-        return built
+        return build_schema(schema_id, main, pool, dependencies)
 
     def _add_references(
         self,
@@ -130,6 +147,7 @@ class RegistryClient:
                 continue
             file, nested = self._reference(ref)
             self._add_references(pool, nested, added)
+            _add_well_known_imports(pool, file, added)
             pool.Add(file)
             added.append(file)
 
@@ -180,6 +198,56 @@ def lookup_with_retry(
                 raise
             time.sleep(backoff_s * 2**attempt)
     raise AssertionError("unreachable")
+
+
+def build_schema(
+    schema_id: int,
+    main: descriptor_pb2.FileDescriptorProto,
+    pool: descriptor_pool.DescriptorPool | None = None,
+    dependencies: list[descriptor_pb2.FileDescriptorProto] | None = None,
+) -> RegistrySchema:
+    """``main`` in a pool holding its references (already added) and the well-known files it imports."""
+    pool = pool if pool is not None else descriptor_pool.DescriptorPool()
+    _add_well_known_imports(pool, main, dependencies if dependencies is not None else [])
+    pool.Add(main)
+    return RegistrySchema(schema_id, main, pool)
+
+
+def _add_well_known_imports(
+    pool: descriptor_pool.DescriptorPool,
+    file: descriptor_pb2.FileDescriptorProto,
+    added: list[descriptor_pb2.FileDescriptorProto],
+) -> None:
+    """Add the well-known files ``file`` imports that no reference brought, from the runtime."""
+    for name in file.dependency:
+        if name.startswith("google/protobuf/") and not any(f.name == name for f in added):
+            known = descriptor_pb2.FileDescriptorProto()
+            _runtime_file(name).CopyToProto(known)
+            _add_well_known_imports(pool, known, added)
+            pool.Add(known)
+            added.append(known)
+
+
+def _runtime_file(name: str) -> descriptor.FileDescriptor:
+    """A well-known file as the protobuf runtime ships it (KeyError when it ships no such file)."""
+    _import_well_known_types()
+    return descriptor_pool.Default().FindFileByName(name)
+
+
+def _import_well_known_types() -> None:
+    """Load every well-known type into the runtime's default pool."""
+    from google.protobuf import (  # noqa: F401 - imported for their descriptors
+        any_pb2,
+        api_pb2,
+        duration_pb2,
+        empty_pb2,
+        field_mask_pb2,
+        source_context_pb2,
+        struct_pb2,
+        timestamp_pb2,
+        type_pb2,
+        wrappers_pb2,
+    )
 
 
 def _json(response: requests.Response) -> Any:

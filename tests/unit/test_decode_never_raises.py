@@ -1,0 +1,210 @@
+"""Nothing in a message or a schema ends the service: random bytes and random schemas through decode.
+
+Property-based (hypothesis): every record comes out as a bronze row or a dead letter, and no
+exception escapes, whatever the payload and whatever valid schema a producer registered,
+including well-known imports registered without references (confluent-kafka's default).
+"""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from confluent_kafka import Message
+from google.protobuf import descriptor_pb2, message_factory
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingest.core.settings import IngestSettings
+from ingest.landing import wire_format
+from ingest.landing.decode import Decoder
+from ingest.landing.registry import RegistryClient, build_schema
+from ingest.landing.schema_guard import ColumnRegistry
+
+F = descriptor_pb2.FieldDescriptorProto
+SCALARS = [
+    F.TYPE_DOUBLE, F.TYPE_FLOAT, F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_INT32, F.TYPE_FIXED64,
+    F.TYPE_FIXED32, F.TYPE_BOOL, F.TYPE_STRING, F.TYPE_BYTES, F.TYPE_UINT32, F.TYPE_SFIXED32,
+    F.TYPE_SFIXED64, F.TYPE_SINT32, F.TYPE_SINT64,
+]  # fmt: skip
+WELL_KNOWN = {  # type name -> the file that defines it
+    ".google.protobuf.Timestamp": "google/protobuf/timestamp.proto",
+    ".google.protobuf.Duration": "google/protobuf/duration.proto",
+    ".google.protobuf.Any": "google/protobuf/any.proto",
+    ".google.protobuf.Struct": "google/protobuf/struct.proto",
+    ".google.protobuf.StringValue": "google/protobuf/wrappers.proto",
+    ".google.protobuf.Int64Value": "google/protobuf/wrappers.proto",
+}
+KINDS = ["scalar", "repeated", "enum", "nested", "map", "well_known", "oneof"]
+
+
+@st.composite
+def schemas(draw) -> descriptor_pb2.FileDescriptorProto:
+    """A valid proto3 file: one message with random fields of every kind."""
+    file = descriptor_pb2.FileDescriptorProto(name="random/event.proto", package="rnd", syntax="proto3")
+    message = file.message_type.add(name="Event")
+    enum = message.enum_type.add(name="Color")
+    for number, name in enumerate(["RED", "GREEN"]):
+        enum.value.add(name=name, number=number)
+    inner = message.nested_type.add(name="Inner")
+    inner.field.add(name="x", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+    kinds = draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=8))
+    for number, kind in enumerate(kinds, start=1):
+        _add_field(draw, file, message, f"f{number}", number, kind)
+    return file
+
+
+def _add_field(draw, file, message, name: str, number: int, kind: str) -> None:
+    field = message.field.add(name=name, number=number, label=F.LABEL_OPTIONAL)
+    if kind in ("scalar", "repeated", "oneof"):
+        field.type = draw(st.sampled_from(SCALARS))
+        if kind == "repeated":
+            field.label = F.LABEL_REPEATED
+        if kind == "oneof":
+            field.oneof_index = len(message.oneof_decl)
+            message.oneof_decl.add(name=f"choice{number}")
+    elif kind == "enum":
+        field.type, field.type_name = F.TYPE_ENUM, ".rnd.Event.Color"
+    elif kind == "nested":
+        field.type, field.type_name = F.TYPE_MESSAGE, ".rnd.Event.Inner"
+    elif kind == "map":
+        entry = message.nested_type.add(name=f"F{number}Entry")
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+        entry.field.add(name="value", number=2, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
+        field.type, field.type_name, field.label = (
+            F.TYPE_MESSAGE,
+            f".rnd.Event.F{number}Entry",
+            F.LABEL_REPEATED,
+        )
+    else:
+        type_name = draw(st.sampled_from(sorted(WELL_KNOWN)))
+        field.type, field.type_name = F.TYPE_MESSAGE, type_name
+        if WELL_KNOWN[type_name] not in file.dependency:
+            file.dependency.append(WELL_KNOWN[type_name])  # no reference: the runtime supplies it
+
+
+_VALUES = {
+    F.TYPE_BOOL: True,
+    F.TYPE_STRING: "s",
+    F.TYPE_BYTES: b"\xff",
+    F.TYPE_DOUBLE: 1.5,
+    F.TYPE_FLOAT: 2.5,
+}
+
+
+def _filled(message):
+    """Every field set: scalars, repeated, maps, nested, and an Any naming a type nobody knows."""
+    for field in message.DESCRIPTOR.fields:
+        value = _VALUES.get(field.type, 7)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            getattr(message, field.name)["k"] = 7
+        elif field.message_type is not None and field.message_type.full_name == "google.protobuf.Any":
+            getattr(message, field.name).type_url = "type.googleapis.com/studio.Unknown"
+        elif field.message_type is not None:
+            getattr(message, field.name).SetInParent()
+        elif field.is_repeated:
+            getattr(message, field.name).append(value)
+        elif field.enum_type is not None:
+            setattr(message, field.name, 1)
+        else:
+            setattr(message, field.name, value)
+    return message
+
+
+class _Registry:
+    def __init__(self, file: descriptor_pb2.FileDescriptorProto) -> None:
+        self.built = build_schema(1, file)
+
+    def schema(self, schema_id):
+        if schema_id != 1:
+            from ingest.landing.registry import UnknownSchemaId
+
+            raise UnknownSchemaId(f"schema id {schema_id} is not registered")
+        return self.built
+
+
+def _record(value: bytes | None, offset: int) -> Message:
+    return Message(
+        topic="t", partition=0, offset=offset, key=None, value=value, timestamp=(1, 1_700_000_000_000)
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(file=schemas(), payloads=st.lists(st.binary(max_size=40), min_size=1, max_size=12), data=st.data())
+def test_random_schemas_and_random_bytes_never_raise_and_every_record_is_accounted_for(file, payloads, data):
+    registry = _Registry(file)
+    descriptor = registry.built.pool.FindMessageTypeByName("rnd.Event")
+    valid = _filled(message_factory.GetMessageClass(descriptor)()).SerializeToString()
+    values: list[bytes | None] = []
+    for payload in payloads:
+        shape = data.draw(st.sampled_from(["framed", "framed_valid", "other_id", "raw", "none"]))
+        values.append(
+            {
+                "framed": wire_format.frame(1, payload),
+                "framed_valid": wire_format.frame(1, valid),
+                "other_id": wire_format.frame(2, payload),
+                "raw": payload,
+                "none": None,
+            }[shape]
+        )
+    records = [_record(value, offset) for offset, value in enumerate(values)]
+
+    decoded = Decoder(registry, 0, 0.0).decode(records, ColumnRegistry())
+
+    rows = decoded.table.num_rows if decoded.table is not None else 0
+    assert rows + len(decoded.dead_letters) == len(records)
+    assert {d.error.stage for d in decoded.dead_letters} <= {
+        "framing",
+        "schema_lookup",
+        "decode",
+        "schema_build",
+    }
+
+
+def _any_schema() -> descriptor_pb2.FileDescriptorProto:
+    file = descriptor_pb2.FileDescriptorProto(name="studio/any.proto", package="studio", syntax="proto3")
+    file.dependency.append("google/protobuf/any.proto")  # registered without a reference
+    message = file.message_type.add(name="Event")
+    message.field.add(name="id", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    message.field.add(
+        name="extra", number=2, type=F.TYPE_MESSAGE, type_name=".google.protobuf.Any", label=F.LABEL_OPTIONAL
+    )
+    return file
+
+
+def test_a_message_whose_values_cannot_be_read_is_a_dead_letter_and_its_neighbours_land():
+    registry = _Registry(_any_schema())
+    event = message_factory.GetMessageClass(registry.built.pool.FindMessageTypeByName("studio.Event"))
+    good, bad = event(id="a"), event(id="b")
+    bad.extra.type_url = "type.googleapis.com/studio.Unknown"  # MessageToDict cannot render it
+    records = [
+        _record(wire_format.frame(1, m.SerializeToString()), i) for i, m in enumerate([good, bad, good])
+    ]
+
+    decoded = Decoder(registry, 0, 0.0).decode(records, ColumnRegistry())
+
+    assert decoded.table is not None and decoded.table.column("id").to_pylist() == ["a", "a"]
+    [letter] = decoded.dead_letters
+    assert letter.record.offset() == 1 and letter.error.stage == "decode"
+    assert "cannot read the message's values" in str(letter.error)
+
+
+def test_a_schema_that_cannot_be_built_dead_letters_its_messages_with_a_stage_of_its_own(monkeypatch):
+    file = _any_schema()
+    file.dependency.append("studio/never_registered.proto")  # an import no reference brings
+    with pytest.raises(TypeError):  # what protobuf raises, and what once ended the service
+        build_schema(7, file)
+    client = RegistryClient(IngestSettings(registry_url="http://127.0.0.1:1", metrics_port=0))
+    stored = {"schemaType": "PROTOBUF", "schema": base64.b64encode(file.SerializeToString()).decode()}
+    monkeypatch.setattr(client, "_get", lambda path, not_found: stored)  # the HTTP boundary only
+    records = [_record(wire_format.frame(7, b"\x0a\x01a"), 0), _record(wire_format.frame(7, b""), 1)]
+
+    decoded = Decoder(client, 0, 0.0).decode(records, ColumnRegistry())
+    again = Decoder(client, 0, 0.0).decode(records[:1], ColumnRegistry())
+
+    assert decoded.table is None and len(decoded.dead_letters) == 2
+    assert {d.error.stage for d in decoded.dead_letters} == {"schema_build"}
+    assert "schema id 7 cannot be built" in str(decoded.dead_letters[0].error)
+    assert "studio/never_registered.proto" in str(decoded.dead_letters[0].error)
+    assert again.dead_letters[0].error.stage == "schema_build" and client.lookups == 1, "remembered"
