@@ -195,34 +195,57 @@ def _split_by(data: pa.Table, dates: pa.ChunkedArray) -> list[tuple[dt.date | No
     return parts
 
 
+STRING_STATS_PREFIX = 32  # Delta's usual truncation of string statistics
+# Appended to a truncated maximum: above every code point, so it still bounds every value.
+_ABOVE_ANY_CHARACTER = "\U0010ffff"
+
+
 def _stats(table: pa.Table) -> str:
-    """Delta file statistics: record count, null counts, min/max of numbers and timestamps."""
+    """Delta file statistics: record count, null counts, min/max of every column that has them.
+
+    Without min/max a column cannot be used to skip files, and delta-rs's dataset then answers
+    a filter on it with no rows at all; binary columns have none in Delta's protocol.
+    """
     nulls: dict[str, int] = {}
     mins: dict[str, object] = {}
     maxs: dict[str, object] = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         nulls[name] = column.null_count
-        kind = column.type
-        if column.null_count == len(column) or not (
-            pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_timestamp(kind)
-        ):
-            continue
-        bounds = pc.min_max(column)
-        low, high = bounds["min"], bounds["max"]
-        if pa.types.is_timestamp(kind):
-            # Delta stores millisecond precision: floor the minimum, ceil the maximum.
-            low_us, high_us = low.cast(pa.int64()).as_py(), high.cast(pa.int64()).as_py()
-            mins[name] = _iso_ms(low_us // 1000)
-            maxs[name] = _iso_ms(-(-high_us // 1000))
-        elif pa.types.is_floating(kind):
-            if pc.any(pc.is_nan(column)).as_py():
-                continue
-            mins[name], maxs[name] = low.as_py(), high.as_py()
-        else:
-            mins[name], maxs[name] = low.as_py(), high.as_py()
+        bounds = _bounds(column) if column.null_count < len(column) else None
+        if bounds is not None:
+            mins[name], maxs[name] = bounds
     return json.dumps(
         {"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
     )
+
+
+def _bounds(column: pa.ChunkedArray) -> tuple[object, object] | None:
+    """(min, max) as Delta writes them, or None where the type has no statistics."""
+    kind = column.type
+    if pa.types.is_floating(kind) and pc.any(pc.is_nan(column)).as_py():
+        return None
+    if not (
+        pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_timestamp(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_decimal(kind)
+    ):
+        return None
+    extremes = pc.min_max(column)
+    low, high = extremes["min"].as_py(), extremes["max"].as_py()
+    if pa.types.is_timestamp(kind):
+        # Delta stores millisecond precision: floor the minimum, ceil the maximum.
+        low_us, high_us = (extremes[k].cast(pa.int64()).as_py() for k in ("min", "max"))
+        return _iso_ms(low_us // 1000), _iso_ms(-(-high_us // 1000))
+    if pa.types.is_string(kind):
+        if len(high) > STRING_STATS_PREFIX:
+            high = high[:STRING_STATS_PREFIX] + _ABOVE_ANY_CHARACTER
+        return low[:STRING_STATS_PREFIX], high
+    if pa.types.is_decimal(kind):
+        return str(low), str(high)  # exact: delta-rs compares a JSON float inexactly
+    return low, high
 
 
 def _iso_ms(epoch_ms: int) -> str:

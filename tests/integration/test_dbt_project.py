@@ -346,6 +346,25 @@ def test_producer_fields_named_like_staging_columns_reach_staging_renamed(
     )
 
 
+def test_spark_reads_string_boolean_and_decimal_filters_on_bronze_statistics(
+    lake: Lake, tmp_path: Path
+) -> None:
+    # The ingest's own writer (delta-rs) writes the statistics; Spark must read them and answer right.
+    from tests.unit.test_bronze_statistics import write_bronze
+
+    write_bronze(tmp_path / "bronze")
+    table = lake.spark.read.format("delta").load(str(tmp_path / "bronze"))
+    for predicate, rows in [
+        ("name = 'player-1'", 3),
+        ("flag", 3),
+        (f"big = {2**64 - 2}", 3),
+        (f"long_name = '{'é' * 40}1'", 3),
+        ("maybe is null", 6),
+        ("name > 'player-0'", 6),
+    ]:
+        assert table.where(predicate).count() == rows, predicate
+
+
 def test_docs_site_shows_each_games_lineage(lake: Lake, tmp_path: Path) -> None:
     lake.dbt("docs", "generate")
     lineage = support.docs_lineage(lake.project / "target", tmp_path / "chromium-profile")
