@@ -64,17 +64,28 @@ class PartitionRange:
 
 
 def partition_ranges(decoded: DecodedBatch) -> dict[TopicPartition, PartitionRange]:
-    """Per partition: first and last offset of the batch, rows landed and dead letters."""
+    """Per partition: first and last offset of the batch, rows landing in bronze, the rest dead letters."""
     out: dict[TopicPartition, PartitionRange] = {}
-    if decoded.offsets is not None and decoded.offsets.num_rows:
-        stats = decoded.offsets.group_by(["topic", "partition"], use_threads=False).aggregate(
-            [("offset", "min"), ("offset", "max"), ("offset", "count")]
-        )
-        for row in stats.to_pylist():
-            tp = TopicPartition(row["topic"] or "", row["partition"] or 0)
-            out[tp] = PartitionRange(row["offset_min"], row["offset_max"], row["offset_count"])
-    for letter in decoded.dead_letters:
-        part = out[TopicPartition(letter.record.topic() or "", letter.record.partition() or 0)]
-        part.rows -= 1
-        part.dead_letters += 1
+    if decoded.offsets is None or not decoded.offsets.num_rows:
+        return out
+    stats = decoded.offsets.group_by(["topic", "partition"], use_threads=False).aggregate(
+        [("offset", "min"), ("offset", "max"), ("offset", "count")]
+    )
+    landing = _rows_per_partition(decoded)
+    for row in stats.to_pylist():
+        tp = TopicPartition(row["topic"] or "", row["partition"] or 0)
+        rows = landing.get(tp, 0)
+        out[tp] = PartitionRange(row["offset_min"], row["offset_max"], rows, row["offset_count"] - rows)
     return out
+
+
+def _rows_per_partition(decoded: DecodedBatch) -> dict[TopicPartition, int]:
+    if decoded.table is None:
+        return {}
+    counts = decoded.table.group_by(["_kafka_topic", "_kafka_partition"], use_threads=False).aggregate(
+        [("_kafka_offset", "count")]
+    )
+    return {
+        TopicPartition(row["_kafka_topic"] or "", row["_kafka_partition"] or 0): row["_kafka_offset_count"]
+        for row in counts.to_pylist()
+    }

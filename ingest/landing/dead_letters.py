@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from confluent_kafka import KafkaException, Producer
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
@@ -23,7 +26,7 @@ from ingest.core.kafka_config import producer_config
 from ingest.core.settings import IngestSettings
 from ingest.landing.bronze_columns import TIMESTAMP
 from ingest.landing.bronze_writer import ensure_table
-from ingest.landing.decode import DeadLetter, KafkaRecord
+from ingest.landing.decode import DeadLetter, DecodedBatch, KafkaRecord
 from ingest.landing.offsets import TopicPartition, txn_app_id
 
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
@@ -94,9 +97,19 @@ def to_table(letters: Sequence[DeadLetter], batch_id: str) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=DEAD_LETTER_SCHEMA)
 
 
+# Per partition: offsets above bronze's landed offset that a dead-letter commit already holds.
+InDoubt = dict[TopicPartition, set[int]]
+
+
 class DeadLetterSink(Protocol):
+    def in_doubt(self, landed: dict[TopicPartition, int | None]) -> InDoubt: ...
+
     def write(
-        self, letters: Sequence[DeadLetter], covers: dict[TopicPartition, int], batch_id: str
+        self,
+        letters: Sequence[DeadLetter],
+        covers: dict[TopicPartition, int],
+        batch_id: str,
+        already: InDoubt | None = None,
     ) -> int: ...
 
 
@@ -108,21 +121,54 @@ class DeltaDeadLetters:
         self.app_id = f"{app_id}-dlq"
         self.table = ensure_table(path, DEAD_LETTER_SCHEMA, None, "dead_letters")
 
-    def write(self, letters: Sequence[DeadLetter], covers: dict[TopicPartition, int], batch_id: str) -> int:
-        """Append ``letters`` not yet written (per-partition offset above the stored one)."""
+    def in_doubt(self, landed: dict[TopicPartition, int | None]) -> InDoubt:
+        """Offsets dead-lettered by a batch whose bronze commit never happened (a crash between the two).
+
+        The dead-letter commit of a batch comes first; its app transaction says how far it
+        covers. Where that is past bronze's offset, the batch is being read again, and what
+        it dead-lettered then must stay a dead letter, whatever the record decodes to now.
+        """
+        self.table.update_incremental()
+        out: InDoubt = {}
+        for tp, bronze_offset in landed.items():
+            covered = self.table.transaction_version(txn_app_id(self.app_id, tp))
+            if covered is not None and (bronze_offset is None or covered > bronze_offset):
+                out[tp] = self._offsets(tp, -1 if bronze_offset is None else bronze_offset, covered)
+        return out
+
+    def _offsets(self, tp: TopicPartition, above: int, upto: int) -> set[int]:
+        where = (
+            (ds.field("_kafka_topic") == tp.topic)
+            & (ds.field("_kafka_partition") == tp.partition)
+            & (ds.field("_kafka_offset") > above)
+            & (ds.field("_kafka_offset") <= upto)
+        )
+        found = self.table.to_pyarrow_dataset().to_table(columns=["_kafka_offset"], filter=where)
+        return set(found.column("_kafka_offset").to_pylist())
+
+    def write(
+        self,
+        letters: Sequence[DeadLetter],
+        covers: dict[TopicPartition, int],
+        batch_id: str,
+        already: InDoubt | None = None,
+    ) -> int:
+        """Append the ``letters`` not already written, and move each partition's cover forward."""
         if not letters:
             return 0
-        self.table.update_incremental()
-        floors = {tp: self.table.transaction_version(txn_app_id(self.app_id, tp)) for tp in covers}
-        fresh = []
-        for letter in letters:
-            tp = TopicPartition(letter.record.topic() or "", letter.record.partition() or 0)
-            floor = floors.get(tp)
-            if floor is None or (letter.record.offset() or 0) > floor:
-                fresh.append(letter)
+        held = already or {}
+        fresh = [
+            letter for letter in letters if (letter.record.offset() or 0) not in held.get(_tp(letter), set())
+        ]
         if not fresh:
             return 0
-        txns = [Transaction(txn_app_id(self.app_id, tp), last) for tp, last in covers.items()]
+        self.table.update_incremental()
+        txns = []
+        for tp, last in covers.items():  # never backwards: a re-read batch may end earlier
+            covered = self.table.transaction_version(txn_app_id(self.app_id, tp))
+            txns.append(
+                Transaction(txn_app_id(self.app_id, tp), max(last, covered if covered is not None else -1))
+            )
         write_deltalake(
             self.table,
             to_table(fresh, batch_id),
@@ -130,6 +176,32 @@ class DeltaDeadLetters:
             commit_properties=CommitProperties(app_transactions=txns, custom_metadata={"batch_id": batch_id}),
         )
         return len(fresh)
+
+
+def without_rows(decoded: DecodedBatch, already: InDoubt) -> DecodedBatch:
+    """``decoded`` with no bronze row for a record that ``already`` holds as a dead letter.
+
+    Such a record was dead-lettered by a batch that crashed before its bronze commit; it may
+    decode now (the registry learned its schema), but it must not land twice.
+    """
+    if decoded.table is None:
+        return decoded
+    table = decoded.table
+    held = pa.array([False] * table.num_rows)
+    for tp, offsets in already.items():
+        here = pc.and_(
+            pc.equal(table.column("_kafka_topic"), tp.topic),
+            pc.equal(table.column("_kafka_partition"), tp.partition),
+        )
+        held = pc.or_(held, pc.and_(here, pc.is_in(table.column("_kafka_offset"), pa.array(sorted(offsets)))))
+    if not pc.any(held).as_py():
+        return decoded
+    kept = table.filter(pc.invert(held))
+    return replace(decoded, table=kept if kept.num_rows else None)
+
+
+def _tp(letter: DeadLetter) -> TopicPartition:
+    return TopicPartition(letter.record.topic() or "", letter.record.partition() or 0)
 
 
 class TopicDeadLetters:
@@ -140,7 +212,17 @@ class TopicDeadLetters:
         self.topic = settings.dead_letter_topic
         self.producer = Producer(producer_config(settings))
 
-    def write(self, letters: Sequence[DeadLetter], covers: dict[TopicPartition, int], batch_id: str) -> int:
+    def in_doubt(self, landed: dict[TopicPartition, int | None]) -> InDoubt:
+        """Nothing: a topic cannot be queried back cheaply; this sink is at-least-once (DESIGN)."""
+        return {}
+
+    def write(
+        self,
+        letters: Sequence[DeadLetter],
+        covers: dict[TopicPartition, int],
+        batch_id: str,
+        already: InDoubt | None = None,
+    ) -> int:
         errors: list[str] = []
 
         def delivered(err: object, _msg: object) -> None:

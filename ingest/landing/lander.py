@@ -20,7 +20,7 @@ from ingest.core.settings import IngestSettings
 from ingest.landing import crash_points
 from ingest.landing.batch import PartitionRange, partition_ranges
 from ingest.landing.bronze_writer import BronzeWriter, Landing
-from ingest.landing.dead_letters import DeadLetterSink
+from ingest.landing.dead_letters import DeadLetterSink, InDoubt, without_rows
 from ingest.landing.decode import DecodedBatch, Decoder, KafkaRecord
 from ingest.landing.event_log import Event, EventLog
 from ingest.landing.offsets import TopicPartition
@@ -91,6 +91,9 @@ class Lander:
         """Land ``records``; FencedError, StaleBatchError or RegistryUnavailable mean nothing landed."""
         total = Stopwatch()
         decoded = self.decoder.decode(records, self.writer.columns())
+        already = self._already_dead_lettered(ownership)
+        if already:
+            decoded = without_rows(decoded, already)
         decode_ms = total.ms()
         crash_points.reach("decoded")
         self._evolve(batch_id, decoded)
@@ -98,7 +101,8 @@ class Lander:
         adds = self.writer.write_files(decoded.table) if decoded.table is not None else []
         ranges = partition_ranges(decoded)
         landings = ownership.landings({tp: r.last_offset for tp, r in ranges.items()})
-        self.dead_letters.write(decoded.dead_letters, {tp: lg.last for tp, lg in landings.items()}, batch_id)
+        covers = {tp: lg.last for tp, lg in landings.items()}
+        self.dead_letters.write(decoded.dead_letters, covers, batch_id, already)
         crash_points.reach("dead_letters_written")
         write_ms = write.ms()
         self._refuse_if_stale(last_poll)
@@ -108,6 +112,12 @@ class Lander:
         crash_points.reach("delta_committed")
         timings = Timings(decode_ms, write_ms, commit_ms, total.ms())
         return LandedBatch(batch_id, version, ranges, landings, decoded, timings)
+
+    def _already_dead_lettered(self, ownership: PartitionOwnership) -> InDoubt:
+        """What a crashed batch dead-lettered above bronze's offsets: read once per assignment or drop."""
+        if ownership.in_doubt is None:
+            ownership.in_doubt = self.dead_letters.in_doubt(dict(ownership.landed_offsets))
+        return {tp: offsets for tp, offsets in ownership.in_doubt.items() if offsets}
 
     def _evolve(self, batch_id: str, decoded: DecodedBatch) -> None:
         """New fields become new bronze columns, in a commit of their own before the rows."""

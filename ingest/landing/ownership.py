@@ -31,6 +31,9 @@ class PartitionOwnership:
         # Set when partitions were revoked or lost since the last commit or drop: only then
         # can a batch hold records of partitions this instance no longer owns.
         self.shrank = False
+        # Offsets a dead-letter commit already holds above bronze's offset (lander.py); None
+        # until read again after an assignment or a drop, the only times such a window can open.
+        self.in_doubt: dict[TopicPartition, set[int]] | None = None
 
     def owns(self, tp: TopicPartition) -> bool:
         return tp in self.landed_offsets
@@ -41,6 +44,7 @@ class PartitionOwnership:
             position = StartPosition(tp_of(partition), self.writer.landed(tp_of(partition)))
             self.landed_offsets[position.tp] = position.landed
             partition.offset = OFFSET_BEGINNING if position.next_offset is None else position.next_offset
+        self.in_doubt = None
 
     def release(self, partitions: list[KafkaTopicPartition]) -> None:
         for partition in partitions:
@@ -54,11 +58,14 @@ class PartitionOwnership:
     def advance(self, landings: dict[TopicPartition, Landing]) -> None:
         for tp, landing in landings.items():
             self.landed_offsets[tp] = landing.last
+            if self.in_doubt and tp in self.in_doubt:
+                self.in_doubt[tp] = {o for o in self.in_doubt[tp] if o > landing.last}
         self.shrank = False
 
     def rewind(self, consumer: Consumer) -> None:
         """Re-read every owned partition's offset from Delta and seek the consumer back to it."""
         self.shrank = False
+        self.in_doubt = None
         for tp in list(self.landed_offsets):
             landed = self.writer.landed(tp)
             self.landed_offsets[tp] = landed

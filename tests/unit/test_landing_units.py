@@ -29,6 +29,7 @@ from ingest.landing.lander import Lander, StaleBatchError
 from ingest.landing.offsets import TopicPartition
 from ingest.landing.ownership import PartitionOwnership
 from ingest.landing.rebalance import RebalanceHandler
+from ingest.landing.schema_guard import ColumnRegistry
 
 TOPIC = "events"
 
@@ -189,3 +190,49 @@ def test_health_fails_on_a_fatal_error_or_a_stalled_loop():
     assert ok["ok"] is True and ok["partitions"] == ["events[0]", "events[1]"] and ok["commits"] == 4
     assert health_report("i", True, time.monotonic(), 10_000, partitions, 4)["ok"] is False
     assert health_report("i", False, time.monotonic() - 11, 10_000, partitions, 4)["ok"] is False
+
+
+# -- dead letters and bronze, exactly once across a crash between their commits ---------------
+def _crashed_batch(tmp_path, dead: list[int], covers: int):
+    """A batch that committed its dead letters ``dead`` (covering up to ``covers``) and then crashed."""
+    lander, ownership, writer = _lander(tmp_path)
+    letters = _decoded_letters([_message(0, o, b"unframed") for o in dead])
+    lander.dead_letters.write(letters, {TopicPartition(TOPIC, 0): covers}, "crashed")
+    ownership.rewind(RecordingConsumer())  # type: ignore[arg-type]  # what a restart or a drop does
+    return lander, ownership, writer
+
+
+def _decoded_letters(records):
+    return Decoder(_Registry(), 0, 0.0).decode(records, ColumnRegistry()).dead_letters
+
+
+def _tables(tmp_path) -> tuple[list[int], list[int]]:
+    bronze = DeltaTable(str(tmp_path / "bronze" / "game_events")).to_pyarrow_table()
+    dead = DeltaTable(str(tmp_path / "bronze" / "dead_letters")).to_pyarrow_table()
+    return sorted(bronze.column("_kafka_offset").to_pylist()), sorted(
+        dead.column("_kafka_offset").to_pylist()
+    )
+
+
+def test_a_record_dead_lettered_before_a_crash_stays_out_of_bronze_when_it_decodes_on_retry(tmp_path):
+    # Offset 1 was a dead letter (say, its schema id was unknown); after the crash it decodes.
+    lander, ownership, writer = _crashed_batch(tmp_path, dead=[1], covers=2)
+    landed = lander.land("retry", _events(range(0, 3)), ownership, time.monotonic())
+    bronze, dead = _tables(tmp_path)
+    assert (bronze, dead) == ([0, 2], [1]), "in bronze or in dead letters, never both"
+    assert landed.ranges[TopicPartition(TOPIC, 0)].as_dict() == {
+        "first_offset": 0,
+        "last_offset": 2,
+        "rows": 2,
+        "dead_letters": 1,
+    }
+    assert writer.landed(TopicPartition(TOPIC, 0)) == 2
+
+
+def test_a_record_that_became_a_dead_letter_on_retry_is_written_though_below_the_cover(tmp_path):
+    # The crashed batch covered offset 2 but landed it as a row that never committed; on retry
+    # offset 2 is a dead letter (say, the schema guard now refuses it).
+    lander, ownership, _writer = _crashed_batch(tmp_path, dead=[1], covers=2)
+    records = [*_events(range(0, 2)), _message(0, 2, b"unframed")]
+    lander.land("retry", records, ownership, time.monotonic())
+    assert _tables(tmp_path) == ([0], [1, 2]), "in bronze or in dead letters, never neither"
