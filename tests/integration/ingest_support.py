@@ -115,3 +115,11 @@ def produce_raw(
     for key, value in records:
         producer.produce(topic, value=value, key=key, partition=partition)
     assert producer.flush(30) == 0
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)

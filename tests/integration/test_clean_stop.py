@@ -12,12 +12,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from ingest.core.paths import PROJECT_DIR
-from tests.integration.ingest_support import assert_exactly_once, bronze, service_env
+from tests.integration.ingest_support import assert_exactly_once, bronze, service_env, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -41,13 +40,6 @@ def _rows(warehouse) -> int:
         return bronze(warehouse).num_rows
     except Exception:  # the table does not exist yet
         return 0
-
-
-def _wait(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -74,16 +66,18 @@ def test_producer_and_service_stop_cleanly_in_the_background(stack, fresh_topic,
             env,
             plog,
         )
-        _wait(lambda: "producing until interrupted" in produce_log.read_text(), 60, "the producer to start")
+        wait_until(
+            lambda: "producing until interrupted" in produce_log.read_text(), 60, "the producer to start"
+        )
         service = _background(["run"], env, ilog)
-        _wait(lambda: _rows(tmp_path) > 0, 60, "the first rows in bronze")
+        wait_until(lambda: _rows(tmp_path) > 0, 60, "the first rows in bronze")
 
         os.kill(producer.pid, signum)
         assert producer.wait(timeout=30) == 0, produce_log.read_text()[-2000:]
         produced = produce_log.read_text()
         assert f"stopped by {signal.Signals(signum).name}" in produced
         delivered = int(re.search(r"produced (\d+) events \(0 failed\)", produced).group(1))
-        _wait(lambda: _rows(tmp_path) == delivered, 60, f"{delivered} rows in bronze")
+        wait_until(lambda: _rows(tmp_path) == delivered, 60, f"{delivered} rows in bronze")
 
         os.kill(service.pid, signum)
         assert service.wait(timeout=30) == 0, ingest_log.read_text()[-2000:]

@@ -19,7 +19,7 @@ from deltalake import DeltaTable
 
 from ingest.core.paths import PROJECT_DIR
 from ingest.dev.producer.publish import ensure_topic
-from tests.integration.ingest_support import assert_exactly_once, run_service, service_env
+from tests.integration.ingest_support import assert_exactly_once, run_service, service_env, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -36,13 +36,6 @@ def _start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Pop
         stderr=subprocess.STDOUT,
         start_new_session=True,  # the service and its compaction child: one group to kill
     )
-
-
-def _wait(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def _env(stack, topic: str, warehouse: Path) -> dict[str, str]:
@@ -66,9 +59,9 @@ def test_batches_keep_landing_while_a_compaction_runs(stack, fresh_topic, tmp_pa
     producer = _produce(stack, env, fresh_topic, tmp_path / "produce.log")
     service = _start(["run"], env, tmp_path / "ingest.log")
     try:
-        _wait(lambda: (tmp_path / "compacting.paused").exists(), 90, "a compaction to start")
+        wait_until(lambda: (tmp_path / "compacting.paused").exists(), 90, "a compaction to start")
         held_from = time.time() * 1000
-        _wait(lambda: '"event":"compaction"' in (tmp_path / "ingest.log").read_text(), 60, "its result")
+        wait_until(lambda: '"event":"compaction"' in (tmp_path / "ingest.log").read_text(), 60, "its result")
     finally:
         os.killpg(producer.pid, signal.SIGTERM)
         producer.wait(timeout=30)
@@ -91,7 +84,7 @@ def test_a_sigkill_during_compaction_loses_and_duplicates_nothing(stack, fresh_t
     producer = _produce(stack, env, fresh_topic, tmp_path / "produce.log")
     service = _start(["run"], env, tmp_path / "ingest.log")
     try:
-        _wait(lambda: (tmp_path / "compacting.paused").exists(), 90, "a compaction to start")
+        wait_until(lambda: (tmp_path / "compacting.paused").exists(), 90, "a compaction to start")
         os.killpg(service.pid, signal.SIGKILL)  # the service and its compaction child, mid-way
         service.wait(timeout=30)
     finally:
