@@ -10,11 +10,13 @@ PROTO_STAMP := ingest/dev/proto/gen/.stamp
 JVM_STAMP := .cache/jvm/.stamp
 SPARK_STAMP := $(VENV)/.gamelake-spark-defaults
 PYTEST_ARGS ?=
+SOAK_MINUTES ?= 120
+SOAK_RATE ?= 10000
 
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run test test-unit lint compact bench bench-writer docs lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run test test-unit lint compact bench bench-soak bench-writer docs lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -76,6 +78,9 @@ compact: setup ## Purge old dead letters; compact, checkpoint and vacuum the bro
 
 bench: setup ## Run the benchmarks and record results under bench/results
 	$(BIN)/python -m bench.run
+
+bench-soak: setup ## Producer + ingest for SOAK_MINUTES (120) at SOAK_RATE (10000)/s, per minute (bench/results/soak.md)
+	$(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES) --rate $(SOAK_RATE)
 
 bench-writer: setup ## Measure the bronze writer: delta-rs vs Spark on the same batches (bench/results/writer_choice.md)
 	$(BIN)/python -m bench.writer_choice

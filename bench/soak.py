@@ -1,0 +1,215 @@
+"""Soak: producer and ingest side by side for a long while, reported minute by minute.
+
+    python -m bench.soak [--minutes 120] [--rate 10000] [--compact-every 500]
+
+One ingest process with the production defaults (flush at 50,000 rows or 1 s), a producer at
+``--rate`` events/s of mixed v1-v3 events on a fresh 6-partition topic. Every few seconds the
+harness samples the service's RSS (with its compaction child) and the bronze table's files and
+bytes, data and ``_delta_log`` apart. Afterwards, per minute of Kafka time: p50/p99/max
+freshness of every event (``_ingested_at - _kafka_timestamp``), the mean and max commit time,
+RSS, and the table's size; then Kafka = bronze + dead letters. Results are appended to
+bench/results/soak.md with machine, date and settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from deltalake import DeltaTable
+
+from bench.run import _env, _load, _payload_pool, _produce
+from ingest.core.endpoints import Endpoints
+from ingest.core.paths import PROJECT_DIR
+from ingest.dev.producer.publish import ensure_topic
+
+RESULTS = PROJECT_DIR / "bench" / "results" / "soak.md"
+SAMPLE_EVERY_S = 5.0
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and its children (the compaction process), in MB."""
+    total = 0
+    for proc in [pid, *_children(pid)]:
+        try:
+            status = Path(f"/proc/{proc}/status").read_text()
+        except OSError:
+            continue
+        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS")), 0)
+    return total / 1024
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def _folder(path: Path) -> tuple[int, int]:
+    files = [f for f in path.rglob("*") if f.is_file()] if path.exists() else []
+    return len(files), sum(f.stat().st_size for f in files)
+
+
+def _sample(pid: int, bronze: Path) -> dict[str, float]:
+    log_files, log_bytes = _folder(bronze / "_delta_log")
+    all_files, all_bytes = _folder(bronze)
+    return {
+        "at": time.time(),
+        "rss_mb": _rss_mb(pid),
+        "data_files": all_files - log_files,
+        "data_mb": (all_bytes - log_bytes) / 1e6,
+        "log_files": log_files,
+        "log_mb": log_bytes / 1e6,
+    }
+
+
+def _kafka_count(endpoints: Endpoints) -> int:
+    consumer = Consumer(
+        {"bootstrap.servers": endpoints.bootstrap_servers, "group.id": f"soak-{uuid.uuid4()}"}
+    )
+    try:
+        meta = consumer.list_topics(endpoints.topic, timeout=10).topics[endpoints.topic]
+        total = 0
+        for partition in meta.partitions:
+            low, high = consumer.get_watermark_offsets(
+                KafkaTopicPartition(endpoints.topic, partition), timeout=10
+            )
+            total += high - low
+        return total
+    finally:
+        consumer.close()
+
+
+def _landed(warehouse: Path) -> int:
+    count = DeltaTable(str(warehouse / "bronze" / "game_events")).to_pyarrow_dataset().count_rows()
+    dead = warehouse / "bronze" / "dead_letters"
+    return count + (DeltaTable(str(dead)).to_pyarrow_dataset().count_rows() if dead.exists() else 0)
+
+
+def _per_minute(warehouse: Path, samples: list[dict[str, float]]) -> list[dict[str, object]]:
+    bronze = DeltaTable(str(warehouse / "bronze" / "game_events")).to_pyarrow_dataset()
+    stamps = bronze.to_table(columns=["_kafka_timestamp", "_ingested_at"])
+    lag_s = pc.divide(
+        pc.cast(pc.subtract(stamps["_ingested_at"], stamps["_kafka_timestamp"]), pa.int64()), 1e6
+    )
+    minute = pc.floor_temporal(stamps["_kafka_timestamp"], unit="minute")
+    events = pa.table({"minute": minute, "lag_s": lag_s})
+    log = DeltaTable(str(warehouse / "bronze" / "ingest_event_log")).to_pyarrow_table()
+    commits = log.filter(pc.equal(log["kind"], "commit"))
+    commit_minute = pc.floor_temporal(commits["logged_at"], unit="minute")
+    rows = []
+    for at in sorted(set(minute.to_pylist())):
+        lags = events.filter(pc.equal(events["minute"], at))["lag_s"]
+        quantiles = pc.quantile(lags, q=[0.5, 0.99])
+        commit_ms = commits.filter(pc.equal(commit_minute, at))["commit_ms"]
+        near = [s for s in samples if at.timestamp() <= s["at"] < at.timestamp() + 60] or samples[-1:]
+        rows.append(
+            {
+                "minute": at.strftime("%H:%M"),
+                "events": len(lags),
+                "p50_s": round(quantiles[0].as_py(), 3),
+                "p99_s": round(quantiles[1].as_py(), 3),
+                "max_s": round(pc.max(lags).as_py(), 3),
+                "commit_ms_mean": round(pc.mean(commit_ms).as_py() or 0, 1),
+                "commit_ms_max": round(pc.max(commit_ms).as_py() or 0, 1),
+                "rss_mb": round(max(s["rss_mb"] for s in near)),
+                "data_files": int(near[-1]["data_files"]),
+                "data_mb": round(near[-1]["data_mb"]),
+                "log_files": int(near[-1]["log_files"]),
+                "log_mb": round(near[-1]["log_mb"], 1),
+            }
+        )
+    return rows
+
+
+def soak(
+    minutes: float, rate: float, compact_every: int
+) -> tuple[list[dict[str, object]], dict[str, object]]:
+    endpoints = replace(Endpoints.from_env(), topic=f"soak-{uuid.uuid4().hex[:8]}")
+    ensure_topic(endpoints, 6)
+    pool = _payload_pool(endpoints)
+    warehouse = Path(tempfile.mkdtemp(prefix="gamelake-soak-"))
+    env = _env(endpoints, warehouse, compact_every_commits=compact_every, log_level="INFO")
+    log_path = warehouse / "ingest.log"
+    with open(log_path, "wb") as log:
+        service = subprocess.Popen(
+            [sys.executable, "-m", "ingest.cli", "run"], env=env, cwd=PROJECT_DIR, stdout=log, stderr=log
+        )
+    producer = threading.Thread(target=_produce, args=(endpoints, pool, int(rate * minutes * 60), rate))
+    load_before, started = _load(), time.monotonic()
+    producer.start()
+    samples: list[dict[str, float]] = []
+    bronze = warehouse / "bronze" / "game_events"
+    while producer.is_alive():
+        samples.append(_sample(service.pid, bronze))
+        time.sleep(SAMPLE_EVERY_S)
+    produced = _kafka_count(endpoints)
+    deadline = time.monotonic() + 120
+    while _landed(warehouse) < produced and time.monotonic() < deadline:
+        time.sleep(1)
+    service.send_signal(signal.SIGTERM)
+    service.wait(timeout=120)
+    rows = _per_minute(warehouse, samples)
+    summary = {
+        "minutes": round((time.monotonic() - started) / 60, 1),
+        "kafka": produced,
+        "bronze_plus_dead_letters": _landed(warehouse),
+        "compactions": log_path.read_text().count('"event":"compaction"') if log_path.exists() else None,
+        "load_avg_1m_before_after": [load_before, _load()],
+    }
+    return rows, summary
+
+
+def _record(rows: list[dict[str, object]], summary: dict[str, object], args: argparse.Namespace) -> None:
+    python = platform.python_version()
+    machine = f"{platform.node()} · {platform.machine()} · {os.cpu_count()} cores · Python {python}"
+    header = "| " + " | ".join(rows[0]) + " |" if rows else ""
+    lines = [
+        f"\n## {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        f"- machine: {machine}",
+        f"- settings: {vars(args)}",
+        f"- summary: {summary}",
+        "",
+        header,
+        "| " + " | ".join("---" for _ in rows[0]) + " |" if rows else "",
+        *("| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows),
+    ]
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    with open(RESULTS, "a") as out:
+        out.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=120)
+    parser.add_argument("--rate", type=float, default=10_000)
+    parser.add_argument("--compact-every", type=int, default=500, help="compact_every_commits")
+    args = parser.parse_args()
+    rows, summary = soak(args.minutes, args.rate, args.compact_every)
+    _record(rows, summary, args)
+    return 0 if summary["kafka"] == summary["bronze_plus_dead_letters"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
