@@ -8,11 +8,31 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ingest.core.errors import ConfigError, IngestError
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of ``ingest`` and, through argparse's ``parser_class``, of every subcommand below it.
+
+    A flag is never abbreviated (``--unt`` is not ``--until-caught-up``), and an unknown argument is
+    reported with the usage of the subcommand that was given it, not with the top level's.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{**kwargs, "allow_abbrev": False})
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, unknown = super().parse_known_args(args, namespace)
+        if unknown:
+            self.error(f"unrecognized arguments: {' '.join(unknown)}")
+        return parsed, unknown
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
     from ingest.landing import run_command
     from ingest.ops import dbt_build, dead_letter_commands, status
 
-    parser = argparse.ArgumentParser(prog="ingest", description="gamelake: Kafka protobuf events -> Delta")
+    parser = CommandParser(
+        prog="ingest",
+        description="gamelake: Kafka protobuf events -> Delta. `ingest COMMAND --help` describes each one.",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     produce_cli.add_parser(subparsers)
     games_command.add_parser(subparsers)

@@ -30,15 +30,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "games",
         help="validate seeds/games.csv and generate the per-game dbt models and the contract files",
+        description="The games seed (seeds/games.csv) is the registry of games; the per-game dbt models "
+        "and the bronze contract's dbt files are generated from it and from "
+        "ingest/core/bronze_contract.yml. `ingest games sync --help` describes the one action.",
+    )
+    actions = parser.add_subparsers(dest="verb", required=True, metavar="{sync}")
+    sync_parser = actions.add_parser(
+        "sync",
+        help="make the generated dbt files match the seed and the bronze contract",
         description="Validate the games seed (safe slugs, no duplicates) and write the per-game dbt model "
         "files and their yml, and the dbt files that state the bronze column contract "
         "(ingest/core/bronze_contract.yml). Run after changing either.",
     )
-    parser.add_argument("verb", choices=["sync"], help="sync: make the generated files match their sources")
-    parser.add_argument(
+    sync_parser.add_argument(
         "--check", action="store_true", help="change nothing; exit 1 if files are out of date"
     )
-    parser.add_argument(
+    sync_parser.add_argument(
         "--project-dir", type=Path, default=PROJECT_DIR, help="the dbt project (default: %(default)s)"
     )
-    parser.set_defaults(handler=_command)
+    sync_parser.set_defaults(handler=_command)

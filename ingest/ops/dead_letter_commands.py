@@ -1,4 +1,4 @@
-"""``ingest dlq list|replay``: look at dead letters and re-land chosen ones after a fix.
+"""``ingest dlq list|replay|purge``: look at dead letters, re-land chosen ones after a fix, delete old ones.
 
 Replay reads the raw bytes from the configured sink (``bronze/dead_letters``, or the
 dead-letter topic read from its start to its end), decodes them with today's registry and
@@ -254,21 +254,44 @@ def _purge(settings: IngestSettings, older_than_days: int | None) -> int:
     return 0
 
 
-def _command(args: argparse.Namespace) -> int:
+def _settings(args: argparse.Namespace) -> IngestSettings:
     from ingest.core.settings_args import settings_from_args
 
-    settings = settings_from_args(args)
-    if args.verb == "purge":
-        return _purge(settings, args.older_than_days)
+    return settings_from_args(args)
+
+
+def _selected(args: argparse.Namespace, settings: IngestSettings) -> pa.Table:
     offsets = [int(o) for o in args.offsets.split(",")] if args.offsets else None
-    letters = select(settings, args.stage, args.dlq_topic, offsets)
-    if args.verb == "list":
-        for row in letters.select(["dead_letter_id", "stage", "error"]).to_pylist():
-            print(f"{row['dead_letter_id']:40} {row['stage']:13} {row['error']}")
-        print(f"{letters.num_rows} dead letters not replayed")
-        return 0
-    print(json.dumps(replay(settings, letters, args.dry_run)))
+    return select(settings, args.stage, args.dlq_topic, offsets)
+
+
+def _list_command(args: argparse.Namespace) -> int:
+    letters = _selected(args, _settings(args))
+    for row in letters.select(["dead_letter_id", "stage", "error"]).to_pylist():
+        print(f"{row['dead_letter_id']:40} {row['stage']:13} {row['error']}")
+    print(f"{letters.num_rows} dead letters not replayed")
     return 0
+
+
+def _replay_command(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    print(json.dumps(replay(settings, _selected(args, settings), args.dry_run)))
+    return 0
+
+
+def _purge_command(args: argparse.Namespace) -> int:
+    return _purge(_settings(args), args.older_than_days)
+
+
+def _add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    from ingest.core.settings_args import add_settings_arguments
+
+    add_settings_arguments(parser)
+    parser.add_argument(
+        "--stage", help="only this failed stage: framing, schema_lookup, decode, schema_guard"
+    )
+    parser.add_argument("--dlq-topic", help="only dead letters from this source topic")
+    parser.add_argument("--offsets", help="only these offsets, comma-separated")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -278,19 +301,37 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "dlq",
         help="list dead letters, replay them into bronze without duplicates, or purge old ones",
         description="Reads the configured sink: the dead-letter table, or with "
-        "dead_letter_sink=topic the dead-letter topic.",
+        "dead_letter_sink=topic the dead-letter topic. `ingest dlq ACTION --help` describes each action.",
     )
-    parser.add_argument("verb", choices=["list", "replay", "purge"])
-    add_settings_arguments(parser)
-    parser.add_argument(
-        "--stage", help="only this failed stage: framing, schema_lookup, decode, schema_guard"
+    actions = parser.add_subparsers(dest="verb", required=True, metavar="{list,replay,purge}")
+    listing = actions.add_parser(
+        "list",
+        help="print the dead letters not replayed yet: id, failed stage, error",
+        description="Print one line per dead letter not replayed yet (its id, the stage that failed and "
+        "the error), then their count. Changes nothing.",
     )
-    parser.add_argument("--dlq-topic", help="only dead letters from this source topic")
-    parser.add_argument("--offsets", help="only these offsets, comma-separated")
-    parser.add_argument("--dry-run", action="store_true", help="decode and count, land nothing")
-    parser.add_argument(
+    _add_selection_arguments(listing)
+    listing.set_defaults(handler=_list_command)
+    replaying = actions.add_parser(
+        "replay",
+        help="decode the chosen dead letters again and land those not in bronze yet",
+        description="Decode the chosen dead letters with today's registry and bronze schema and land "
+        "those whose topic/partition/offset bronze does not hold yet; safe to re-run and beside a "
+        "running service. Prints the counts as JSON.",
+    )
+    _add_selection_arguments(replaying)
+    replaying.add_argument("--dry-run", action="store_true", help="decode and count, land nothing")
+    replaying.set_defaults(handler=_replay_command)
+    purging = actions.add_parser(
+        "purge",
+        help="delete dead letters older than the retention (their raw bytes may hold player data)",
+        description="Delete from the dead-letter table the rows older than --older-than-days (default: "
+        "dead_letter_retention_days) and their files. The topic's own retention governs a topic sink.",
+    )
+    add_settings_arguments(purging)
+    purging.add_argument(
         "--older-than-days",
         type=int,
-        help="purge: delete dead letters older than this (default: dead_letter_retention_days)",
+        help="delete dead letters older than this (default: dead_letter_retention_days)",
     )
-    parser.set_defaults(handler=_command)
+    purging.set_defaults(handler=_purge_command)

@@ -117,7 +117,13 @@ def _command(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from ingest.core.settings_args import add_settings_arguments
 
-    parser = subparsers.add_parser("status", help="where the ingest tables are, row counts, offsets and lag")
+    parser = subparsers.add_parser(
+        "status",
+        help="where the ingest tables are, row counts, offsets and lag",
+        description="Print the bronze, dead-letter and event-log tables (path, rows, Delta version), each "
+        "partition's landed offset, high watermark and lag, and the schema ids seen in bronze. Reads "
+        "the tables and asks Kafka for watermarks; changes nothing.",
+    )
     add_settings_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=_command)

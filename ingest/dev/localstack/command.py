@@ -23,19 +23,24 @@ def _password() -> str:
     return password
 
 
-def _stack_command(args: argparse.Namespace) -> int:
+def _up(_args: argparse.Namespace) -> int:
+    stack.up(stack.StackPorts.from_env())
+    return 0
+
+
+def _down(_args: argparse.Namespace) -> int:
+    stack.down(stack.StackPorts.from_env())
+    return 0
+
+
+def _status(_args: argparse.Namespace) -> int:
+    return 0 if stack.describe(stack.StackPorts.from_env()) else 1
+
+
+def _add_user(args: argparse.Namespace) -> int:
     ports = stack.StackPorts.from_env()
-    if args.verb == "up":
-        stack.up(ports)
-    elif args.verb == "down":
-        stack.down(ports)
-    elif args.verb == "add-user":
-        if not args.user:
-            raise ConfigError("add-user needs a user name: ingest stack add-user NAME")
-        add_scram_user(ports.bootstrap_servers, args.user, _password())
-        print(f"stack: SCRAM-SHA-512 user {args.user!r} can log in at {ports.sasl_ssl_bootstrap_servers}")
-    else:
-        return 0 if stack.describe(ports) else 1
+    add_scram_user(ports.bootstrap_servers, args.user, _password())
+    print(f"stack: SCRAM-SHA-512 user {args.user!r} can log in at {ports.sasl_ssl_bootstrap_servers}")
     return 0
 
 
@@ -45,9 +50,35 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="start, stop or show the local Kafka + Schema Registry; add a SASL user",
         description="The local stack on loopback (GAMELAKE_BIND_HOST moves it). Ports: KAFKA_PORT (9092), "
         "KAFKA_CONTROLLER_PORT (9093), KAFKA_SASL_SSL_PORT (9094), SCHEMA_REGISTRY_PORT (8081), "
-        f"SCHEMA_REGISTRY_MANAGEMENT_PORT (9081). add-user NAME reads the password from ${PASSWORD_VARIABLE} "
-        "or standard input.",
+        "SCHEMA_REGISTRY_MANAGEMENT_PORT (9081). `ingest stack ACTION --help` describes each action.",
     )
-    parser.add_argument("verb", choices=["up", "down", "status", "add-user"])
-    parser.add_argument("user", nargs="?", help="add-user: the SCRAM user name")
-    parser.set_defaults(handler=_stack_command)
+    actions = parser.add_subparsers(dest="verb", required=True, metavar="{up,down,status,add-user}")
+    up = actions.add_parser(
+        "up",
+        help="start Kafka and the registry, or leave them running (idempotent)",
+        description="Start the Kafka broker (KRaft) and the schema registry unless they already run, "
+        "wait until both answer, and print where they listen and where their logs are.",
+    )
+    up.set_defaults(handler=_up)
+    down = actions.add_parser(
+        "down",
+        help="stop Kafka and the registry (idempotent); their data stays",
+        description="Stop the registry and the broker if they run. Their data under .stack/ stays, so "
+        "topics and schema ids survive the next `ingest stack up`.",
+    )
+    down.set_defaults(handler=_down)
+    status = actions.add_parser(
+        "status",
+        help="show whether Kafka and the registry run and are healthy; exit 1 if not",
+        description="Print whether the broker and the registry run and answer, with their addresses and "
+        "log files. Exit code 1 unless both are healthy.",
+    )
+    status.set_defaults(handler=_status)
+    add_user = actions.add_parser(
+        "add-user",
+        help="add a SCRAM-SHA-512 user to the SASL_SSL listener",
+        description=f"Add (or update) a SCRAM-SHA-512 user who can log in at the SASL_SSL listener. The "
+        f"password comes from ${PASSWORD_VARIABLE} or standard input, never from the command line.",
+    )
+    add_user.add_argument("user", help="the SCRAM user name")
+    add_user.set_defaults(handler=_add_user)

@@ -1,0 +1,88 @@
+"""The ``ingest`` console script as an operator meets it: help, usage errors and config errors.
+
+Most tests run the real entry point in a subprocess. Nothing here needs a service: Kafka and the
+registry point at a closed port, so a command that tried to connect would fail or hang instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from ingest.cli import build_parser
+from ingest.core.paths import PROJECT_DIR
+
+CLOSED_PORT = "127.0.0.1:1"
+
+
+def _env(tmp_path, **variables: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GAMELAKE_INGEST_")}
+    env.update(
+        KAFKA_BOOTSTRAP_SERVERS=CLOSED_PORT,
+        SCHEMA_REGISTRY_URL=f"http://{CLOSED_PORT}",
+        GAMELAKE_INGEST_WAREHOUSE_DIR=str(tmp_path),
+        **variables,
+    )
+    return env
+
+
+def ingest(env: dict[str, str], *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "ingest.cli", *args]
+    return subprocess.run(command, env=env, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=timeout)
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[tuple[argparse.ArgumentParser, str | None]]:
+    """Every parser under ``parser`` (itself included), with the help its parent lists it with."""
+    yield parser, None
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        assert isinstance(action, argparse._SubParsersAction)
+        helps = {choice.dest: choice.help for choice in action._choices_actions}
+        for name, sub in action.choices.items():
+            for nested, nested_help in _parsers(sub):
+                yield nested, helps[name] if nested is sub else nested_help
+
+
+def test_every_command_and_action_has_help_and_a_description():
+    commands = list(_parsers(build_parser()))[1:]
+    assert {p.prog for p, _ in commands} >= {"ingest run", "ingest dlq list", "ingest stack add-user"}
+    for parser, help_text in commands:
+        assert help_text and parser.description, f"{parser.prog} needs a help line and a description"
+
+
+def test_no_parser_accepts_abbreviated_flags():
+    assert all(not parser.allow_abbrev for parser, _ in _parsers(build_parser()))
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (["run", "--unt"], "usage: ingest run"),
+        (["run", "--bogus"], "usage: ingest run"),
+        (["status", "--jso"], "usage: ingest status"),
+        (["dlq", "list", "--dry-run"], "usage: ingest dlq list"),
+        (["games", "sync", "--che"], "usage: ingest games sync"),
+    ],
+)
+def test_a_bad_flag_prints_the_usage_of_its_own_subcommand(argv, usage, tmp_path):
+    result = ingest(_env(tmp_path), *argv)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(usage)
+    assert f"unrecognized arguments: {argv[-1]}" in result.stderr
+
+
+def test_status_help_describes_the_command(tmp_path):
+    result = ingest(_env(tmp_path), "status", "--help")
+    assert result.returncode == 0
+    assert "partition's landed offset, high watermark and lag" in result.stdout
+
+
+def test_each_dlq_action_describes_itself(tmp_path):
+    listing, replaying = (ingest(_env(tmp_path), "dlq", verb, "--help").stdout for verb in ("list", "replay"))
+    assert listing.startswith("usage: ingest dlq list") and "Changes nothing." in listing
+    assert replaying.startswith("usage: ingest dlq replay") and "--dry-run" in replaying
+    assert "--dry-run" not in listing
