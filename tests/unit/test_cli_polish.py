@@ -10,12 +10,14 @@ import argparse
 import os
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 
 from ingest.cli import build_parser
 from ingest.core.paths import PROJECT_DIR
+from ingest.dev.producer.publish import ProduceSummary
 
 CLOSED_PORT = "127.0.0.1:1"
 
@@ -86,3 +88,18 @@ def test_each_dlq_action_describes_itself(tmp_path):
     assert listing.startswith("usage: ingest dlq list") and "Changes nothing." in listing
     assert replaying.startswith("usage: ingest dlq replay") and "--dry-run" in replaying
     assert "--dry-run" not in listing
+
+
+@pytest.mark.parametrize("game", ["not_a_game", "retro_arena"])  # unknown; in the seed but inactive
+def test_produce_refuses_a_game_not_active_in_the_seed_before_connecting(game, tmp_path):
+    result = ingest(_env(tmp_path), "produce", "--games", f"space_raiders,{game}", "--count", "1", timeout=10)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert f"--games {game} is not an active game in seeds/games.csv" in line
+    assert "space_raiders" in line.partition("(active: ")[2] and "Fix:" in line
+
+
+def test_the_produce_summary_lists_every_requested_game_even_with_no_events():
+    summary = ProduceSummary({1: 11}, per_game=Counter(kart_legends=1), per_version=Counter({1: 1}))
+    rendered = summary.render(["puzzle_pop", "kart_legends"]).splitlines()
+    assert "  per game:    kart_legends=1, puzzle_pop=0" in rendered

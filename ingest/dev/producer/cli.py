@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 from dataclasses import replace
 from datetime import datetime
 
@@ -14,16 +13,24 @@ from ingest.core.paths import PROJECT_DIR
 from ingest.core.stop_signals import stop_on_signals, until_set
 from ingest.dev.producer.datagen import DEFAULT_ANCHOR, EventGenerator
 from ingest.dev.producer.publish import publish, validate_versions
+from ingest.games.seed import SEED, read_games
 
-GAMES_SEED = PROJECT_DIR / "seeds" / "games.csv"
 
-
-def active_games() -> list[str]:
-    """The active games of seeds/games.csv: the producer's default."""
-    with open(GAMES_SEED, newline="") as seed:
-        return [
-            row["game_slug"] for row in csv.DictReader(seed) if row["is_active"].strip().lower() == "true"
-        ]
+def chosen_games(listed: list[str] | None) -> list[str]:
+    """The games of --games, each active in seeds/games.csv; without --games, every active game."""
+    active = [game.slug for game in read_games(PROJECT_DIR / SEED) if game.is_active]
+    if listed is None:
+        if not active:
+            raise ConfigError(f"no games to produce for: mark a game active (is_active true) in {SEED}")
+        return active
+    refused = [slug for slug in validate_slugs(listed, source="--games entry") if slug not in active]
+    if refused:
+        verb = "is not an active game" if len(refused) == 1 else "are not active games"
+        raise ConfigError(
+            f"--games {', '.join(refused)} {verb} in {SEED} (active: {', '.join(active)}). "
+            f"Fix: choose active games, or add the game to {SEED} with is_active true"
+        )
+    return listed
 
 
 def _int_list(text: str) -> list[int]:
@@ -100,9 +107,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    games = validate_slugs(args.games if args.games is not None else active_games(), source="--games entry")
-    if not games:
-        raise ConfigError("no games to produce for: pass --games or mark a game active in seeds/games.csv")
+    games = chosen_games(args.games)
     versions = validate_versions(args.versions)
     if args.partitions < 1:
         raise ConfigError(f"--partitions {args.partitions} is not a partition count: use 1 or more")
@@ -128,5 +133,5 @@ def run(args: argparse.Namespace) -> int:
         )
     if stopping.is_set():
         print(f"stopped by {stopping.reason}: flushed what was sent", flush=True)
-    print(summary.render())
+    print(summary.render(games))
     return 0 if summary.failed == 0 else 1

@@ -57,12 +57,14 @@ class ProduceSummary:
     def sent(self) -> int:
         return sum(self.per_version.values())
 
-    def render(self) -> str:
+    def render(self, games: Iterable[str] = ()) -> str:
+        """The summary; each of ``games`` is listed, also one that got no events."""
         rate = self.delivered / self.seconds if self.seconds else 0.0
         lines = [
             f"produced {self.delivered} events ({self.failed} failed) in {self.seconds:.1f}s, {rate:,.0f}/s"
         ]
-        lines.append("  per game:    " + ", ".join(f"{g}={n}" for g, n in sorted(self.per_game.items())))
+        listed = sorted(set(games) | self.per_game.keys())
+        lines.append("  per game:    " + ", ".join(f"{g}={self.per_game[g]}" for g in listed))
         lines.append(
             "  per version: "
             + ", ".join(
