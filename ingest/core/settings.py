@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -25,6 +25,7 @@ from pydantic_settings import (
 from ingest.core.endpoints import Endpoints
 from ingest.core.errors import ConfigError
 from ingest.core.paths import WAREHOUSE_DIR
+from ingest.core.settings_errors import SETTINGS_FAILURES, SettingsInputs
 
 ENV_PREFIX = "GAMELAKE_INGEST_"
 # Settings the service owns: a passthrough may not override them, or exactly-once breaks.
@@ -228,20 +229,19 @@ _CONFIG_FILE: dict[str, Path] = {}
 def load_settings(config_file: Path | None = None, **overrides: Any) -> IngestSettings:
     """Build the settings from flags (``overrides``), environment and ``config_file``.
 
-    Invalid input becomes a ConfigError naming the field, never a traceback; secret values are
-    not echoed back.
+    Invalid input becomes a one-line ConfigError naming the flag, variable or file that holds it
+    and the fix, never a traceback; secret values are not echoed back.
     """
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"settings file {config_file} does not exist")
+    flags = {k: v for k, v in overrides.items() if v is not None}
     _CONFIG_FILE.clear()
     if config_file is not None:
         _CONFIG_FILE["path"] = config_file
     try:
-        return IngestSettings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as err:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in err.errors()
-        )
-        raise ConfigError(f"invalid ingest settings: {problems}") from None
+        return IngestSettings(**flags)
+    except SETTINGS_FAILURES as err:
+        inputs = SettingsInputs(IngestSettings.model_fields, ENV_PREFIX, flags, config_file)
+        raise inputs.config_error(err) from None
     finally:
         _CONFIG_FILE.clear()

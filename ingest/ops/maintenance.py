@@ -11,6 +11,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
+from ingest.core.errors import ConfigError
 from ingest.core.settings import load_settings
 from ingest.landing.compaction import compact
 from ingest.ops.dead_letter_purge import purge
@@ -27,7 +28,11 @@ def maintain(path: Path, vacuum_hours: int = 168) -> dict[str, object]:
 
 
 def main() -> int:
-    settings = load_settings()
+    try:
+        settings = load_settings()
+    except ConfigError as err:
+        print(f"make compact: error: {err}", file=sys.stderr)
+        return 2
     dead_letters = settings.dead_letters_path
     if settings.dead_letter_retention_days and DeltaTable.is_deltatable(str(dead_letters)):
         print(f"{dead_letters}: {purge(dead_letters, settings.dead_letter_retention_days)}")

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 import pytest
 
 from ingest.cli import build_parser
+from ingest.core.errors import ConfigError
 from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings import load_settings
 from ingest.dev.producer.publish import ProduceSummary
 
 CLOSED_PORT = "127.0.0.1:1"
@@ -103,3 +105,64 @@ def test_the_produce_summary_lists_every_requested_game_even_with_no_events():
     summary = ProduceSummary({1: 11}, per_game=Counter(kart_legends=1), per_version=Counter({1: 1}))
     rendered = summary.render(["puzzle_pop", "kart_legends"]).splitlines()
     assert "  per game:    kart_legends=1, puzzle_pop=0" in rendered
+
+
+@pytest.mark.parametrize("command", ["status", "run", "dlq list"])
+def test_a_bad_environment_variable_is_one_line_naming_it(command, tmp_path):
+    result = ingest(_env(tmp_path, GAMELAKE_INGEST_TOPICS="plain"), *command.split(), timeout=10)
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) <= 3 and "Traceback" not in result.stderr
+    assert (
+        f"""ingest {command.split()[0]}: error: GAMELAKE_INGEST_TOPICS='plain' is not valid: """
+        """expected a JSON list such as '["game-events"]'. Fix the environment variable."""
+    ) in result.stderr
+
+
+def test_a_bad_secret_environment_variable_is_named_but_not_echoed(tmp_path):
+    unparsable = '{"sasl.password": "hunter2"'
+    result = ingest(_env(tmp_path, GAMELAKE_INGEST_KAFKA=unparsable), "status", timeout=10)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) <= 3
+    assert "GAMELAKE_INGEST_KAFKA (value not shown" in result.stderr and "hunter2" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "file", "message"),
+    [
+        (
+            {"flush_rows": 0},
+            {"GAMELAKE_INGEST_FLUSH_ROWS": "5"},
+            "",
+            "--flush-rows=0 is not valid: input should be greater",
+        ),
+        ({}, {"GAMELAKE_INGEST_LOG_LEVEL": "loud"}, "", "GAMELAKE_INGEST_LOG_LEVEL='loud' is not valid"),
+        ({}, {}, 'flush_rows = "x"', "flush_rows='x' in "),
+        ({}, {}, "bogus = 1", "bogus in "),
+        ({}, {"INGEST_TOPIC": ""}, "", "INGEST_TOPIC='' is not valid: name at least one topic"),
+        ({}, {}, "flush_rows =", "is not valid TOML"),
+    ],
+)
+def test_a_settings_error_names_the_input_that_holds_the_value(
+    flags, env, file, message, tmp_path, monkeypatch
+):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    config = tmp_path / "ingest.toml"
+    config.write_text(file)
+    with pytest.raises(ConfigError) as err:
+        load_settings(config, **flags)
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert str(err.value).endswith(
+        ("Fix the flag.", "Fix the environment variable.", "Fix the settings file.")
+    )
+
+
+@pytest.mark.parametrize(
+    "file",
+    ['sasl_password = 5\nkafka = {"sasl.password" = "hunter2", "x" = 5}', 'ssl_key_password = ["hunter2"]'],
+)
+def test_a_bad_secret_in_the_settings_file_is_not_echoed(file, tmp_path):
+    config = tmp_path / "ingest.toml"
+    config.write_text(file)
+    with pytest.raises(ConfigError) as err:
+        load_settings(config)
+    assert "value not shown" in str(err.value) and "hunter2" not in str(err.value)

@@ -29,7 +29,7 @@ def test_secrets_never_show_in_repr_or_errors(monkeypatch):
     monkeypatch.setenv("GAMELAKE_INGEST_FLUSH_ROWS", "lots")
     with pytest.raises(ConfigError) as err:
         load_settings()
-    assert "flush_rows" in str(err.value) and "hunter2" not in str(err.value)
+    assert "GAMELAKE_INGEST_FLUSH_ROWS='lots'" in str(err.value) and "hunter2" not in str(err.value)
 
 
 def test_librdkafka_settings_pass_through_but_cannot_break_exactly_once():
