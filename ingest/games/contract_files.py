@@ -10,7 +10,19 @@ from ingest.core.contract import Contract
 from ingest.games.layout import FROM_CONTRACT
 from ingest.games.yml import columns_yml, tested, yaml_str
 
-_STAGING_TESTS = {"bronze_row_key": ["unique", "not_null"], "kafka_topic": ["not_null"]}
+# Over all of bronze: the audit (`dbt build --select tag:audit`), not every build.
+_AUDIT = "\n              config: {tags: [audit]}"
+_STAGING_TESTS = {
+    "bronze_row_key": [f"unique:{_AUDIT}", f"not_null:{_AUDIT}"],
+    "kafka_topic": [f"not_null:{_AUDIT}"],
+}
+# Over the rows new in this build: every build.
+_NEW_ROWS = "\n              config: {where: 'bronze_version is not null'}"
+_SLICE_TESTS = {
+    "bronze_row_key": [f"unique:{_NEW_ROWS}", f"not_null:{_NEW_ROWS}"],
+    "kafka_topic": [f"not_null:{_NEW_ROWS}"],
+}
+_SLICE_ONLY = ("bronze_version", "slice_from_version", "slice_to_version", "slice_built_at")
 
 
 def contract_macros(contract: Contract) -> str:
@@ -48,7 +60,8 @@ def contract_docs(contract: Contract) -> str:
 def staging_yml(contract: Contract) -> str:
     names = [d.name for d in contract.derived] + [c.name for c in contract.columns]
     columns = columns_yml(tested(names, _STAGING_TESTS, "stg_bronze__game_events"))
-    return f"# {FROM_CONTRACT}\n{_STAGING_HEAD}{columns}"
+    slice_columns = columns_yml(tested([*names, *_SLICE_ONLY], _SLICE_TESTS, "stg_bronze__new_events"))
+    return f"# {FROM_CONTRACT}\n{_STAGING_HEAD}{columns}{_SLICE_HEAD}{slice_columns}"
 
 
 def source_yml(contract: Contract) -> str:
@@ -68,6 +81,17 @@ models:
       typed nulls for event schema versions that have not landed yet, and unknown (newer)
       bronze columns passed through. The only model that reads source(). A view,
       re-created each run so it follows bronze's schema.
+    columns:
+"""
+
+_SLICE_HEAD = """  - name: stg_bronze__new_events
+    description: >
+      The bronze rows new to silver: staged like stg_bronze__game_events, read once per build
+      from bronze's change data feed (the Delta versions after the oldest fresh mark of the
+      silver tables and quarantine), each with the bronze_version that landed it. Every
+      silver model reads its game's partition of it. One bounds row (bronze_version null)
+      holds the versions the slice covers. A table, rebuilt each build. See "The incremental
+      contract" in doc/DESIGN.md.
     columns:
 """
 

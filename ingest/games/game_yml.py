@@ -17,7 +17,7 @@ from ingest.games.yml import Columns, model_yml, shared_columns, tested
 
 _RELATIONSHIP = "relationships:\n              arguments: {to: ref('games'), field: game_slug}"
 # Loaded into silver by silver_game_events, after the contract's staging columns.
-SILVER_ONLY = ("dq_warnings", "silver_loaded_at")
+SILVER_ONLY = ("bronze_version", "dq_warnings", "silver_loaded_at")
 
 
 def _untested(names: str) -> Columns:
@@ -29,14 +29,16 @@ PLAYER_AGG_COLUMNS: Columns = [
     ("gamer_id", ["unique", "not_null"]),
     *_untested(
         "event_count session_count match_count purchase_count achievement_count level_up_count "
-        "total_session_ms best_score max_level first_event_at last_event_at silver_loaded_at updated_at"
+        "total_session_ms best_score max_level first_event_at last_event_at silver_loaded_at silver_version "
+        "updated_at"
     ),
 ]
 DAILY_ACTIVE_COLUMNS: Columns = [
     ("event_date", ["unique", "not_null"]),
     ("game_slug", [_RELATIONSHIP]),
     *_untested(
-        "active_players paying_players session_count match_count event_count silver_loaded_at updated_at"
+        "active_players paying_players session_count match_count event_count silver_loaded_at silver_version "
+        "updated_at"
     ),
 ]
 

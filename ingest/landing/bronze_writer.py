@@ -39,6 +39,9 @@ from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.landing.schema_guard import ColumnRegistry, KnownColumn
 
 TABLE_CONFIGURATION = {"delta.checkpointInterval": "20", "delta.logRetentionDuration": "interval 7 days"}
+# Silver reads bronze by commit version through the change data feed (table_changes): what is
+# new is decided by the Delta log, not by clocks. Appends need no change files to be read so.
+CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
 _COMMIT_ATTEMPTS = 20
 
 
@@ -54,8 +57,19 @@ class Landing:
     last: int
 
 
-def ensure_table(path: Path, schema: pa.Schema, partition_by: list[str] | None, name: str) -> DeltaTable:
-    """Open the Delta table at ``path``, creating it (with ``schema``) when missing."""
+def ensure_table(
+    path: Path,
+    schema: pa.Schema,
+    partition_by: list[str] | None,
+    name: str,
+    configuration: dict[str, str] | None = None,
+) -> DeltaTable:
+    """Open the Delta table at ``path``, creating it (with ``schema``) when missing.
+
+    ``configuration`` adds table properties to the defaults; a table created before they
+    existed gets them set once, in a metadata commit of its own.
+    """
+    wanted = {**TABLE_CONFIGURATION, **(configuration or {})}
     try:
         path.mkdir(parents=True, exist_ok=True)
         if not os.access(path, os.W_OK):
@@ -63,7 +77,7 @@ def ensure_table(path: Path, schema: pa.Schema, partition_by: list[str] | None, 
     except OSError as err:
         raise ConfigError(f"cannot use {path} for the {name} table: {err.strerror or err}") from None
     if DeltaTable.is_deltatable(str(path)):
-        return DeltaTable(str(path))
+        return _with_properties(DeltaTable(str(path)), configuration or {})
     try:
         return DeltaTable.create(
             str(path),
@@ -71,10 +85,19 @@ def ensure_table(path: Path, schema: pa.Schema, partition_by: list[str] | None, 
             mode="ignore",
             partition_by=partition_by,
             name=name,
-            configuration=TABLE_CONFIGURATION,
+            configuration=wanted,
         )
     except DeltaError as err:
         raise ConfigError(f"cannot create the {name} Delta table at {path}: {err}") from None
+
+
+def _with_properties(table: DeltaTable, properties: dict[str, str]) -> DeltaTable:
+    current = table.metadata().configuration
+    missing = {key: value for key, value in properties.items() if current.get(key) != value}
+    if missing:
+        table.alter.set_table_properties(missing, raise_if_not_exists=False)
+        table.update_incremental()
+    return table
 
 
 class BronzeWriter:
@@ -82,7 +105,7 @@ class BronzeWriter:
         self.path = path
         self.app_id = app_id
         base = pa.schema([*KAFKA_COLUMNS, pa.field(PARTITION_COLUMN, pa.date32())])
-        self.table = ensure_table(path, base, [PARTITION_COLUMN], "game_events")
+        self.table = ensure_table(path, base, [PARTITION_COLUMN], "game_events", CHANGE_DATA_FEED)
 
     def refresh(self) -> DeltaTable:
         self.table.update_incremental()

@@ -4,8 +4,10 @@
     downstream sees one stable shape. Bronze columns unknown to the contract (a future
     schema version) pass through under their own name, or, when that name is a staging
     column already (a producer field called schema_id), as _bronze_passthrough_prefix()
-    + their name (the contract's passthrough_prefix rule). -#}
-{% macro stage_bronze_events(source_relation) %}
+    + their name (the contract's passthrough_prefix rule).
+    `from_sql` reads something shaped like bronze instead of the relation itself (a change feed
+    range or a pinned version); `extra` are more select items over it (the bronze version). -#}
+{% macro stage_bronze_events(source_relation, from_sql=none, extra=[]) %}
     {%- set present = {} -%}
     {%- if execute -%}
         {%- for column in adapter.get_columns_in_relation(source_relation) -%}
@@ -15,7 +17,7 @@
     {%- set known = _bronze_event_columns() -%}
     {%- set passthrough = _bronze_passthrough_columns(present, known) -%}
 with bronze_game_events as (
-    select * from {{ source_relation }}
+    select * from {{ from_sql or source_relation }}
 ),
 
 renamed as (
@@ -29,6 +31,9 @@ renamed as (
         {%- endfor %}
         {%- for name, alias in passthrough %}
         `{{ name }}`{% if alias != name %} as `{{ alias }}`{% endif %},
+        {%- endfor %}
+        {%- for item in extra %}
+        {{ item }},
         {%- endfor %}
         concat_ws(
             ':', _kafka_topic, cast(_kafka_partition as string), cast(_kafka_offset as string)

@@ -1,20 +1,23 @@
 {#- Daily active players of one game. Distinct counts do not add up across runs,
     so each run recomputes exactly the event dates that received new silver rows
-    (silver is partitioned by event_date, so only those partitions are read) and
-    merges them by event_date. -#}
+    (from silver's change feed after this table's silver_version; silver is partitioned
+    by event_date, so only those partitions are read) and merges them by event_date. -#}
 {% macro gold_daily_active(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
     {{- config(unique_key='event_date') -}}
+    {%- set silver = ref('silver_' ~ game_slug) -%}
+    {%- set plan = gamelake_silver_read_plan(silver) -%}
 with silver_events as (
-    select * from {{ ref('silver_' ~ game_slug) }}
+    select * from {{ silver }}{% if execute %} version as of {{ plan.to }}{% endif %}
+),
+
+new_events as (
+    {{- gamelake_unread_silver(silver, plan) }}
 ),
 
 touched_dates as (
     select distinct event_date
-    from silver_events
-    {%- if is_incremental() %}
-    where silver_events.silver_loaded_at > {{ high_water_mark('silver_loaded_at') }}
-    {%- endif %}
+    from new_events
 ),
 
 day_events as (
@@ -34,6 +37,7 @@ final as (
         count_if(event_type = 'match_start') as match_count,
         count(*) as event_count,
         max(silver_loaded_at) as silver_loaded_at,
+        cast({{ plan.to }} as bigint) as silver_version,
         current_timestamp() as updated_at
     from day_events
     group by event_date

@@ -1,6 +1,7 @@
-{#- Per gamer of one game. Incremental by merge: the silver rows loaded since
-    this table's silver_loaded_at high-water mark are aggregated, then combined
-    with the stored row of each touched gamer (counts add, mins and maxes merge).
+{#- Per gamer of one game. Incremental by merge: the silver rows inserted after the silver
+    version this table holds (gamelake_silver_read_plan) are aggregated, then combined with
+    the stored row of each touched gamer (counts add, mins and maxes merge). Without a mark
+    the totals are recomputed from silver and replace the stored rows.
     session_count counts session_start events: each session emits exactly one,
     and silver holds each event once, so it counts sessions, not events. -#}
 {% macro gold_player_agg(game_slug) %}
@@ -8,15 +9,9 @@
     {{- config(unique_key='gamer_id') -}}
     {%- set counts = ['event_count', 'session_count', 'match_count', 'purchase_count',
                       'achievement_count', 'level_up_count', 'total_session_ms'] -%}
-with silver_events as (
-    select * from {{ ref('silver_' ~ game_slug) }}
-),
-
-new_events as (
-    select * from silver_events
-    {%- if is_incremental() %}
-    where silver_events.silver_loaded_at > {{ high_water_mark('silver_loaded_at') }}
-    {%- endif %}
+    {%- set plan = gamelake_silver_read_plan(ref('silver_' ~ game_slug)) -%}
+with new_events as (
+    {{- gamelake_unread_silver(ref('silver_' ~ game_slug), plan) }}
 ),
 
 batch as (
@@ -33,12 +28,13 @@ batch as (
         max(level) as max_level,
         min(event_at) as first_event_at,
         max(event_at) as last_event_at,
-        max(silver_loaded_at) as silver_loaded_at
+        max(silver_loaded_at) as silver_loaded_at,
+        max(silver_version) as silver_version
     from new_events
     group by gamer_id
 ),
 
-{%- if is_incremental() %}
+{%- if is_incremental() and plan.mark is not none %}
 
 previous_totals as (
     select * from {{ this }}
@@ -55,7 +51,8 @@ merged as (
         greatest(batch.max_level, previous_totals.max_level) as max_level,
         least(batch.first_event_at, previous_totals.first_event_at) as first_event_at,
         greatest(batch.last_event_at, previous_totals.last_event_at) as last_event_at,
-        greatest(batch.silver_loaded_at, previous_totals.silver_loaded_at) as silver_loaded_at
+        greatest(batch.silver_loaded_at, previous_totals.silver_loaded_at) as silver_loaded_at,
+        greatest(batch.silver_version, previous_totals.silver_version) as silver_version
     from batch
     left join previous_totals
         on batch.gamer_id = previous_totals.gamer_id

@@ -1,9 +1,12 @@
 {#- Bronze rows that silver will not take, with the reasons: rows breaking a drop
-    expectation, and rows of a game that is not in the games seed. Shared by all
-    games; incremental by the same high-water mark and lookback as silver. -#}
+    expectation, and rows of a game that is not in the games seed. Shared by all games;
+    reads the bronze rows it has not read, as silver does (gamelake_bronze_read_plan). A
+    re-read after a crash finds its rows here already: the anti-join looks only at rows of
+    bronze versions after the mark, which Delta's file statistics narrow to the last builds. -#}
 {% macro quarantine_events() %}
-with stg_bronze__game_events as (
-    select * from {{ ref('stg_bronze__game_events') }}
+    {%- set plan = gamelake_bronze_read_plan() -%}
+with unread_bronze as (
+    {{- gamelake_unread_bronze(plan) }}
 ),
 
 games as (
@@ -12,15 +15,12 @@ games as (
 
 batch as (
     select
-        stg_bronze__game_events.*,
+        unread_bronze.*,
+        games.launch_date as game_launch_date,
         games.game_slug is not null as is_known_game
-    from stg_bronze__game_events
+    from unread_bronze
     left join games
-        on stg_bronze__game_events.game_slug = games.game_slug
-    {%- if is_incremental() %}
-    where stg_bronze__game_events.ingested_at
-        > {{ high_water_mark('ingested_at', var('gamelake_lookback_minutes')) }}
-    {%- endif %}
+        on unread_bronze.game_slug = games.game_slug
 ),
 
 judged as (
@@ -47,7 +47,8 @@ rejected as (
         kafka_partition,
         kafka_offset,
         schema_id,
-        ingested_at
+        ingested_at,
+        bronze_version
     from judged
     where size(reasons) > 0
 ),
@@ -56,7 +57,13 @@ new_rejects as (
     select rejected.*
     from rejected
     {%- if is_incremental() %}
-    left anti join {{ this }} as landed
+    left anti join (
+        select landed.quarantine_id
+        from {{ this }} as landed
+        {%- if plan.use_slice %}
+        where landed.bronze_version > {{ plan.mark }}
+        {%- endif %}
+    ) as landed
         on rejected.quarantine_id = landed.quarantine_id
     {%- endif %}
 ),

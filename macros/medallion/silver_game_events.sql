@@ -1,12 +1,15 @@
-{#- One game's silver table: its rows from staging, new since the last run
-    (ingested_at high-water mark minus a lookback), expectations applied,
-    deduplicated on event_id within the batch and against what silver holds. -#}
+{#- One game's silver table: its bronze rows this table has not read (gamelake_bronze_read_plan:
+    the shared slice after its mark, or a pinned snapshot on a first build or catch-up),
+    expectations applied, deduplicated on event_id within the batch and against what silver
+    holds. A retry of an event carries the same event time, so the anti-join reads only the
+    event_date partitions of the batch, named as literals so Delta prunes the rest. -#}
 {% macro silver_game_events(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
     {%- set drop_rules = gamelake_expectations('drop') -%}
     {%- set fail_rules = gamelake_expectations('fail') -%}
-with stg_bronze__game_events as (
-    select * from {{ ref('stg_bronze__game_events') }}
+    {%- set plan = gamelake_bronze_read_plan() -%}
+with unread_bronze as (
+    {{- gamelake_unread_bronze(plan, "game_slug = '" ~ game_slug ~ "'") }}
 ),
 
 games as (
@@ -14,17 +17,13 @@ games as (
 ),
 
 batch as (
-    select stg_bronze__game_events.*
-    from stg_bronze__game_events
+    select
+        unread_bronze.*,
+        games.launch_date as game_launch_date
+    from unread_bronze
     inner join games
-        on stg_bronze__game_events.game_slug = games.game_slug
-    where
-        games.game_slug = '{{ game_slug }}'
-        and games.is_active
-        {%- if is_incremental() %}
-        and stg_bronze__game_events.ingested_at
-            > {{ high_water_mark('ingested_at', var('gamelake_lookback_minutes')) }}
-        {%- endif %}
+        on unread_bronze.game_slug = games.game_slug
+    where games.is_active
 ),
 
 checked as (
@@ -54,17 +53,43 @@ new_events as (
     select deduplicated.first_landed.*
     from deduplicated
     {%- if is_incremental() %}
-    left anti join {{ this }} as loaded
-        on deduplicated.first_landed.event_id = loaded.event_id
+    left anti join (
+        select
+            loaded.event_id,
+            loaded.event_date
+        from {{ this }} as loaded
+        where {{ _loaded_partitions(plan, game_slug) }}
+    ) as loaded
+        on
+            deduplicated.first_landed.event_id = loaded.event_id
+            and deduplicated.first_landed.event_date = loaded.event_date
     {%- endif %}
 ),
 
 final as (
     select
-        new_events.*,
+        new_events.* except (game_launch_date),
         current_timestamp() as silver_loaded_at
     from new_events
 )
 
 select * from final
 {%- endmacro %}
+
+{#- The predicate on silver's event_date partitions that can hold this batch's events: the
+    dates of the slice's new rows of this game as literals, or every partition when the batch
+    is a snapshot (a catch-up, which rereads history once). -#}
+{% macro _loaded_partitions(plan, game_slug) %}
+    {%- if not (execute and plan.use_slice) or var('gamelake_pinned_read_plan', none) is not none
+        or not gamelake_relation_exists(ref('stg_bronze__new_events')) -%}
+        {{ return('true') }}
+    {%- endif -%}
+    {%- set dates = run_query(
+        "select distinct cast(event_date as string) from " ~ ref('stg_bronze__new_events')
+        ~ " where game_slug = '" ~ game_slug ~ "' and bronze_version > " ~ plan.mark
+        ~ " and event_date is not null") -%}
+    {%- if dates | length == 0 -%}
+        {{ return('false') }}
+    {%- endif -%}
+    {{ return("loaded.event_date in (date'" ~ dates.columns[0].values() | join("', date'") ~ "')") }}
+{% endmacro %}

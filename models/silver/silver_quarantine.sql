@@ -1,1 +1,1 @@
-{{ quarantine_events() }}
+{{ quarantine_events() }}  -- noqa: RF06

@@ -18,7 +18,7 @@ import subprocess
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,15 @@ EVENT_TYPES = [
     "achievement",
 ]
 SEED_HEADER = "game_slug,display_name,is_active,studio,genre,platforms,launch_date"
-DROP_REASONS = ("has_event_id", "has_gamer_id", "has_event_time", "known_event_type", "not_from_the_future")
+DROP_REASONS = (
+    "has_event_id",
+    "has_gamer_id",
+    "has_event_time",
+    "known_event_type",
+    "not_from_the_future",
+    "not_before_launch",
+)
+LAUNCH_DATE = date(2024, 1, 1)  # every test game's launch_date in the seed
 MAX_FUTURE = timedelta(minutes=1440)
 
 
@@ -122,7 +130,15 @@ class BronzeWriter:
 
 
 def append_bronze(spark: Any, path: Path, rows: list[dict[str, Any]], schema: str) -> None:
-    """Append rows to the bronze Delta table with schema evolution, as the ingest service does."""
+    """Append rows to the bronze Delta table with schema evolution, as the ingest service does.
+
+    Created, as the ingest creates it, with the change data feed on: silver reads it by version.
+    """
+    if not (path / "_delta_log").is_dir():
+        spark.sql(
+            f"create table delta.`{path}` ({schema}) using delta partitioned by (event_date) "
+            "tblproperties (delta.enableChangeDataFeed = true)"
+        )
     frame = spark.createDataFrame(rows, schema=schema)
     (
         frame.write.format("delta")
@@ -151,7 +167,7 @@ def schema_for(version: int, extra: str = "") -> str:
     return columns + (", " + extra if extra else "")
 
 
-def failed_drop_rules(row: dict[str, Any]) -> list[str]:
+def failed_drop_rules(row: dict[str, Any], known_game: bool = True) -> list[str]:
     failed = []
     if not row.get("event_id"):
         failed.append("has_event_id")
@@ -163,6 +179,8 @@ def failed_drop_rules(row: dict[str, Any]) -> list[str]:
         failed.append("known_event_type")
     if row.get("event_timestamp") is not None and row["event_timestamp"] > row["_ingested_at"] + MAX_FUTURE:
         failed.append("not_from_the_future")
+    if known_game and row.get("event_timestamp") is not None and row["event_timestamp"].date() < LAUNCH_DATE:
+        failed.append("not_before_launch")
     return failed
 
 
@@ -225,7 +243,8 @@ def expected_quarantine(rows: list[dict[str, Any]], known_games: set[str]) -> di
     """quarantine_id (topic:partition:offset) -> reasons."""
     out = {}
     for row in rows:
-        reasons = ([] if row["game_name"] in known_games else ["unknown_game"]) + failed_drop_rules(row)
+        known = row["game_name"] in known_games
+        reasons = ([] if known else ["unknown_game"]) + failed_drop_rules(row, known)
         if reasons:
             out[f"{row['_kafka_topic']}:{row['_kafka_partition']}:{row['_kafka_offset']}"] = reasons
     return out

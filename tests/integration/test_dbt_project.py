@@ -120,7 +120,7 @@ def writer() -> support.BronzeWriter:
 
 
 def assert_silver_exact(lake: Lake, game: str) -> dict[str, dict[str, Any]]:
-    expected = support.expected_silver([r for r in lake.rows if not r.get("_planted")], game)
+    expected = support.expected_silver(lake.rows, game)
     actual = {row["event_id"]: row for row in lake.table(f"silver.silver_{game}")}
     assert set(actual) == set(expected), f"silver_{game}: event ids differ"
     for event_id, want in expected.items():
@@ -194,11 +194,11 @@ def test_incremental_run_takes_new_versions_and_late_duplicates(
     paused_before = sorted(lake.table(f"silver.silver_{PAUSED}"), key=lambda r: r["event_id"])
     lake.set_games({ACTIVE: True, PAUSED: False, INACTIVE: False, NEW_GAME: True})  # pause one, add one
 
-    # a row stamped long before silver's high-water mark minus the lookback: an incremental
-    # run must not see it, proving it reads only the new window and never rescans bronze
-    planted = writer.event(ACTIVE, 1, BATCH_ONE_AT - timedelta(days=1)) | {"_planted": True}
-    lake.land([{k: v for k, v in planted.items() if k != "_planted"}], support.schema_for(1))
-    lake.rows[-1]["_planted"] = True
+    # A late commit (or a dead-letter replay): old Kafka offsets and an _ingested_at a day older than
+    # anything silver holds, in a new bronze commit. Silver reads by bronze version, so it is new
+    # and must land once; a wall-clock high-water mark would skip it.
+    late = writer.event(ACTIVE, 1, BATCH_ONE_AT - timedelta(days=1), _kafka_offset=3, _kafka_partition=7)
+    lake.land([late], support.schema_for(1))
     retries = [writer.retry(r, _spread(BATCH_TWO_AT, i)) for i, r in enumerate(lake.rows[:40:4])]
     lake.land(retries, support.schema_for(1))
     new_rows: list[dict[str, Any]] = []
@@ -226,18 +226,18 @@ def test_incremental_run_takes_new_versions_and_late_duplicates(
     silver = assert_silver_exact(lake, ACTIVE)
     assert_gold_exact(lake, ACTIVE, silver)
     after = {row["event_id"]: row for row in lake.table(f"silver.silver_{ACTIVE}")}
-    assert planted["event_id"] not in after, "an incremental run read bronze outside its window"
+    assert late["event_id"] in after, "a late bronze commit was skipped"
     fresh = set(after) - set(before)
-    assert fresh == {r["event_id"] for r in new_rows if r["game_name"] == ACTIVE}, (
+    assert fresh == {r["event_id"] for r in new_rows if r["game_name"] == ACTIVE} | {late["event_id"]}, (
         "late duplicates re-inserted"
     )
     for event_id, row in before.items():
         assert after[event_id]["silver_loaded_at"] == row["silver_loaded_at"], "a loaded row was rewritten"
-    history = lake.spark.sql(f"describe history silver.silver_{ACTIVE} limit 1").collect()[0]
+    history = lake.spark.sql(f"describe history silver.silver_{ACTIVE}").where("operation = 'WRITE'").first()
     assert int(history["operationMetrics"]["numOutputRows"]) == len(fresh), (
         "the run wrote more than the new rows"
     )
-    touched = {r["gamer_id"] for r in new_rows if r["game_name"] == ACTIVE}
+    touched = {r["gamer_id"] for r in [*new_rows, late] if r["game_name"] == ACTIVE}
     players = {row["gamer_id"]: row for row in lake.table(f"gold.gold_{ACTIVE}_player_agg")}
     untouched = [g for g in players_before if g not in touched]
     assert untouched, "the data should leave some gamers untouched by the second batch"
@@ -327,7 +327,12 @@ def test_producer_fields_named_like_staging_columns_reach_staging_renamed(
     rows = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=5), **fields) for _ in range(3)]
     lake.land(rows, support.schema_for(4) + ", schema_id bigint, event_at string, bronze_row_key string")
 
-    lake.build("build with colliding producer fields", "stg_bronze__game_events", f"silver_{ACTIVE}")
+    lake.build(
+        "build with colliding producer fields",
+        "stg_bronze__game_events",
+        "stg_bronze__new_events",
+        f"silver_{ACTIVE}",
+    )
 
     staged = lake.spark.sql(
         "select * from bronze.stg_bronze__game_events where event_id in ({})".format(
@@ -370,8 +375,9 @@ def test_docs_site_shows_each_games_lineage(lake: Lake, tmp_path: Path) -> None:
     lineage = support.docs_lineage(lake.project / "target", tmp_path / "chromium-profile")
 
     nodes, edges = set(lineage["nodes"]), {tuple(edge) for edge in lineage["edges"]}
-    bronze, staging = "source.gamelake.bronze.game_events", "model.gamelake.stg_bronze__game_events"
+    bronze, staging = "source.gamelake.bronze.game_events", "model.gamelake.stg_bronze__new_events"
     assert (bronze, staging) in edges
+    assert (bronze, "model.gamelake.stg_bronze__game_events") in edges
     for game in lake.registry:
         silver = f"model.gamelake.silver_{game}"
         golds = [f"model.gamelake.gold_{game}_player_agg", f"model.gamelake.gold_{game}_daily_active"]
@@ -401,6 +407,74 @@ def test_sql_lint_passes_on_the_incremental_branch(lake: Lake, monkeypatch: pyte
     }
     assert not violations, violations
     silver = next(file for file in files if Path(file.path).name == f"silver_{ACTIVE}.sql")
-    assert silver.templated_file is not None and "previous_run" in silver.templated_file.templated_str, (
+    assert silver.templated_file is not None and "left anti join" in silver.templated_file.templated_str, (
         "the incremental branch was not rendered"
     )
+
+
+def _mark(lake: Lake, table: str) -> str | None:
+    rows = lake.spark.sql(f"show tblproperties {table}").collect()
+    return {row["key"]: row["value"] for row in rows}.get("gamelake.bronze_version")
+
+
+def test_clock_skew_is_quarantined_with_the_right_reason(lake: Lake, writer: support.BronzeWriter) -> None:
+    # consoles with an unset clock (1970), a clock far ahead (2100) and an event with no time at all
+    at = NOW - timedelta(minutes=3)
+    skewed = {
+        "not_before_launch": writer.event(ACTIVE, 4, at, event_timestamp=datetime(1970, 1, 1, 0, 0, 5)),
+        "not_from_the_future": writer.event(ACTIVE, 4, at, event_timestamp=datetime(2100, 1, 1)),
+        "has_event_time": writer.event(ACTIVE, 4, at, event_timestamp=None),
+    }
+    lake.land(list(skewed.values()), support.schema_for(4))
+
+    lake.build("build with skewed clocks")
+
+    quarantine = {row["quarantine_id"]: row["reasons"] for row in lake.table("silver.silver_quarantine")}
+    assert quarantine == lake.quarantine
+    for reason, row in skewed.items():
+        key = f"{row['_kafka_topic']}:{row['_kafka_partition']}:{row['_kafka_offset']}"
+        assert quarantine[key] == [reason], f"{reason}: quarantined as {quarantine.get(key)}"
+    days = {row["event_date"] for row in lake.table(f"gold.gold_{ACTIVE}_daily_active")}
+    assert not {d for d in days if d.year in (1970, 2100)}, "a skewed clock made a day of its own in gold"
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+
+
+def test_a_crash_between_models_loses_and_doubles_nothing(lake: Lake, writer: support.BronzeWriter) -> None:
+    # State after a crash right after silver_<game>'s insert committed, before its post-hook moved
+    # the mark: the next build reads those bronze versions again.
+    mark_before = _mark(lake, f"silver.silver_{ACTIVE}")
+    first = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=2), gamers=6) for _ in range(20)]
+    lake.land(first, support.schema_for(4))
+    lake.build("silver only, then a crash", "stg_bronze__new_events", f"silver_{ACTIVE}")
+    assert _mark(lake, f"silver.silver_{ACTIVE}") != mark_before
+    lake.spark.sql(
+        f"alter table silver.silver_{ACTIVE} set tblproperties ('gamelake.bronze_version' = '{mark_before}')"
+    )
+    # ...and gold never ran (a crash between silver and gold): it must catch up from silver's feed
+    second = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(20)]
+    lake.land(second, support.schema_for(4))
+
+    lake.build("build after the crash")
+
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+    quarantine = {row["quarantine_id"]: row["reasons"] for row in lake.table("silver.silver_quarantine")}
+    assert quarantine == lake.quarantine
+
+
+def test_a_second_build_waits_for_the_lock(lake: Lake, writer: support.BronzeWriter) -> None:
+    lake.land([writer.event(ACTIVE, 4, NOW - timedelta(seconds=30))], support.schema_for(4))
+    silver_before = len(lake.table(f"silver.silver_{ACTIVE}"))
+    lake.spark.sql(
+        "insert into silver.gamelake_build_lock values ('build', 'other-build', current_timestamp())"
+    )
+
+    refused = lake.dbt("build", expect_success=False)
+
+    assert "another dbt build (invocation other-build" in str(refused.exception or refused.result)
+    assert len(lake.table(f"silver.silver_{ACTIVE}")) == silver_before, "a refused build wrote silver"
+    assert [row["holder"] for row in lake.table("silver.gamelake_build_lock")] == ["other-build"]
+
+    lake.dbt("run-operation", "gamelake_release_build_lock", "--args", "{force: true}")
+    lake.build("build after the lock was released")
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+    assert lake.table("silver.gamelake_build_lock") == [], "a build left its lock behind"

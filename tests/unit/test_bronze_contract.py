@@ -31,7 +31,7 @@ HERO_CLASS = """\
     description: The hero class the player picked.
 """
 # After the contract's cast columns: the derived one, then what silver adds.
-SILVER_TAIL = ["bronze_row_key", "dq_warnings", "silver_loaded_at"]
+SILVER_TAIL = ["bronze_row_key", "bronze_version", "dq_warnings", "silver_loaded_at"]
 
 
 @pytest.fixture

@@ -236,3 +236,18 @@ def test_a_record_that_became_a_dead_letter_on_retry_is_written_though_below_the
     records = [*_events(range(0, 2)), _message(0, 2, b"unframed")]
     lander.land("retry", records, ownership, time.monotonic())
     assert _tables(tmp_path) == ([0], [1, 2]), "in bronze or in dead letters, never neither"
+
+
+def test_bronze_has_the_change_data_feed_on_new_and_existing_tables(tmp_path):
+    # silver reads bronze by Delta version through the change data feed: a new bronze table is
+    # created with it, and a bronze created before it existed gets it set when the ingest starts
+    fresh = BronzeWriter(tmp_path / "fresh", "app")
+    assert fresh.table.metadata().configuration["delta.enableChangeDataFeed"] == "true"
+
+    import pyarrow as pa
+
+    old = tmp_path / "old"
+    DeltaTable.create(str(old), pa.schema([("event_date", pa.date32())]), partition_by=["event_date"])
+    assert "delta.enableChangeDataFeed" not in DeltaTable(str(old)).metadata().configuration
+    BronzeWriter(old, "app")
+    assert DeltaTable(str(old)).metadata().configuration["delta.enableChangeDataFeed"] == "true"

@@ -1,0 +1,52 @@
+{#- One build at a time writes silver and gold: two builds reading the same bronze versions
+    would both insert them. on-run-start takes the lock with a MERGE into a one-row Delta table;
+    Delta's optimistic concurrency lets only one of two racing MERGEs commit, and the loser's
+    build stops before any model runs. on-run-end releases it. A lock older than
+    gamelake_build_lock_minutes is taken as left by a crashed build. -#}
+{% macro gamelake_acquire_build_lock() %}
+    {%- if not _gamelake_lock_applies() -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set lock = _gamelake_lock_table() -%}
+    {%- do run_query("create table if not exists " ~ lock
+        ~ " (name string, holder string, taken_at timestamp) using delta") -%}
+    {%- do run_query(
+        "merge into " ~ lock ~ " as held using (select 'build' as name, '" ~ invocation_id
+        ~ "' as holder, current_timestamp() as taken_at) as wanted on held.name = wanted.name "
+        ~ "when matched and held.taken_at < current_timestamp() - interval "
+        ~ var('gamelake_build_lock_minutes') ~ " minutes then update set * "
+        ~ "when not matched then insert *") -%}
+    {%- set held = run_query("select holder, cast(taken_at as string) from " ~ lock ~ " where name = 'build'") -%}
+    {%- if held[0][0] != invocation_id -%}
+        {{ exceptions.raise_compiler_error(
+            "another dbt build (invocation " ~ held[0][0] ~ ", since " ~ held[0][1] ~ " UTC) is writing "
+            ~ "silver and gold. Wait for it; if it crashed, run `dbt run-operation gamelake_release_build_lock "
+            ~ "--args '{force: true}'` (or wait " ~ var('gamelake_build_lock_minutes') ~ " minutes).") }}
+    {%- endif -%}
+    {{ log("build lock taken by invocation " ~ invocation_id) }}
+    {{ return('') }}
+{% endmacro %}
+
+{% macro gamelake_release_build_lock(force=false) %}
+    {%- if not (force or _gamelake_lock_applies()) -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set lock = _gamelake_lock_table() -%}
+    {%- do run_query("create table if not exists " ~ lock
+        ~ " (name string, holder string, taken_at timestamp) using delta") -%}
+    {%- if force -%}
+        {%- do run_query("delete from " ~ lock) -%}
+    {%- else -%}
+        {%- do run_query("delete from " ~ lock ~ " where holder = '" ~ invocation_id ~ "'") -%}
+    {%- endif -%}
+    {{ return('') }}
+{% endmacro %}
+
+{% macro _gamelake_lock_table() %}
+    {{ return(generate_schema_name('silver', none) ~ '.gamelake_build_lock') }}
+{% endmacro %}
+
+{#- Only commands that write models take the lock. -#}
+{% macro _gamelake_lock_applies() %}
+    {{ return(execute and flags.WHICH in ('run', 'build')) }}
+{% endmacro %}

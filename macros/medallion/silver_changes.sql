@@ -1,0 +1,45 @@
+{#- How gold reads silver: the rows inserted into a silver table after the silver Delta version
+    this gold table holds (its largest silver_version), from silver's change data feed. Gold
+    stores silver_version in the same merge as the rows it adds up, so the mark and the counts
+    commit together: a crash leaves both behind, and nothing is counted twice. With no mark (a
+    first build, or a table built before the mark existed) gold recomputes from a pinned
+    snapshot and replaces its rows. -#}
+{% macro gamelake_silver_read_plan(silver) %}
+    {%- if not execute -%}
+        {{ return({'mark': none, 'to': 0}) }}
+    {%- endif -%}
+    {%- set to = gamelake_table_version(silver) -%}
+    {%- if to is none -%}
+        {{ return({'mark': none, 'to': 0}) }}  {#- sqlfluff compiling a fresh clone -#}
+    {%- endif -%}
+    {%- set mark = none -%}
+    {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list
+        if is_incremental() else [] -%}
+    {%- if 'silver_version' in columns -%}
+        {%- set held = run_query("select max(silver_version) from " ~ this)[0][0] -%}
+        {%- set mark = held | int if held is not none else none -%}
+    {%- endif -%}
+    {{ return({'mark': mark, 'to': to}) }}
+{% endmacro %}
+
+{#- The silver rows of `plan`, each with the silver_version it was inserted in. -#}
+{% macro gamelake_unread_silver(silver, plan) %}
+    {%- if plan.mark is none %}
+    select
+        *,
+        cast({{ plan.to }} as bigint) as silver_version
+    from {{ silver }} version as of {{ plan.to }}
+    {%- elif plan.mark < plan.to %}
+    select
+        * except (_change_type, _commit_version, _commit_timestamp),
+        _commit_version as silver_version
+    from table_changes('{{ silver }}', {{ plan.mark + 1 }}, {{ plan.to }})
+    where _change_type = 'insert'
+    {%- else %}
+    select
+        *,
+        cast(null as bigint) as silver_version
+    from {{ silver }}
+    where false
+    {%- endif %}
+{% endmacro %}
