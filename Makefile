@@ -16,7 +16,7 @@ SOAK_RATE ?= 10000
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run test test-unit lint compact bench bench-soak bench-writer docs lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint compact audit bench bench-soak bench-incremental bench-writer docs lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ produce: stack-up ## Produce a demo stream of mixed schema versions
 run: setup ## The main job on the embedded default: stack -> produce -> ingest -> dbt build -> docs
 	$(BIN)/python -m ingest.dev.pipeline
 
+run-continuous: setup ## Live: producer + ingest + continuous refresh of silver and gold until Ctrl-C
+	$(BIN)/python -m ingest.dev.continuous
+
 test: setup ## Run the whole test suite (starts and stops the local stack itself)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
@@ -81,6 +84,12 @@ bench: setup ## Run the benchmarks and record results under bench/results
 
 bench-soak: setup ## Producer + ingest for SOAK_MINUTES (120) at SOAK_RATE (10000)/s, per minute (bench/results/soak.md)
 	$(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES) --rate $(SOAK_RATE)
+
+audit: setup ## The whole-table audit: bronze keys unique, gold equal to a recompute from silver
+	$(BIN)/dbt build --select tag:audit
+
+bench-incremental: setup ## Incremental dbt build cost vs history and games (bench/results/incremental.md)
+	bench/incremental.sh
 
 bench-writer: setup ## Measure the bronze writer: delta-rs vs Spark on the same batches (bench/results/writer_choice.md)
 	$(BIN)/python -m bench.writer_choice

@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ingest.dev.producer import cli as produce_cli
     from ingest.games import command as games_command
     from ingest.landing import run_command
-    from ingest.ops import dbt_build, dead_letter_commands, status
+    from ingest.ops import dbt_build, dead_letter_commands, refresh, status
 
     parser = CommandParser(
         prog="ingest",
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce_cli.add_parser(subparsers)
     games_command.add_parser(subparsers)
     dbt_build.add_parser(subparsers)
+    refresh.add_parser(subparsers)
     run_command.add_parser(subparsers)
     status.add_parser(subparsers)
     dead_letter_commands.add_parser(subparsers)

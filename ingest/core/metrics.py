@@ -56,13 +56,18 @@ EXPIRED_OFFSETS = Counter(
 )
 
 
-def serve(host: str, port: int, health: Callable[[], dict[str, object]]) -> ThreadingHTTPServer:
+def serve(
+    host: str,
+    port: int,
+    health: Callable[[], dict[str, object]],
+    registry: CollectorRegistry = REGISTRY,
+) -> ThreadingHTTPServer:
     """Serve /metrics and /healthz in a daemon thread; ``health()`` returns a JSON-able dict with 'ok'."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             if self.path.startswith("/metrics"):
-                body, status, kind = generate_latest(REGISTRY), 200, CONTENT_TYPE_LATEST
+                body, status, kind = generate_latest(registry), 200, CONTENT_TYPE_LATEST
             elif self.path.startswith("/healthz"):
                 state = health()
                 body = json.dumps(state).encode()

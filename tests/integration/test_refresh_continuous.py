@@ -1,0 +1,147 @@
+"""``ingest refresh --continuous`` on real Spark + Delta: it builds on new bronze versions, keeps one
+warm session, reports how far silver and gold trail bronze, and stops cleanly on SIGTERM.
+
+Bronze rows are written with delta-rs, as the ingest writes them, while the refresh process runs
+its own Spark: the two never share a JVM or a metastore.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from ingest.core.paths import PROJECT_DIR
+from ingest.landing.bronze_writer import CHANGE_DATA_FEED, ensure_table
+from tests.integration import dbt_support as support
+from tests.integration.ingest_support import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+METRICS_PORT = 9391
+GAMES = {"alpha": True, "beta": True}
+
+
+def _bronze_batch(writer: support.BronzeWriter, count: int) -> pa.Table:
+    at = datetime.now(UTC).replace(tzinfo=None, microsecond=0) - timedelta(minutes=1)
+    rows = [writer.event(list(GAMES)[i % 2], 4, at) for i in range(count)]
+    return pa.Table.from_pylist(rows, schema=_SCHEMA)
+
+
+_SCHEMA = pa.schema(
+    [
+        ("event_id", pa.string()),
+        ("game_name", pa.string()),
+        ("gamer_id", pa.string()),
+        ("event_type", pa.string()),
+        ("event_timestamp", pa.timestamp("us", "UTC")),
+        ("device_id", pa.string()),
+        ("session_id", pa.string()),
+        ("score", pa.int64()),
+        ("level", pa.int32()),
+        ("duration_ms", pa.int64()),
+        ("platform", pa.string()),
+        ("region", pa.string()),
+        ("client_build", pa.string()),
+        ("is_ranked", pa.bool_()),
+        ("network_latency_ms", pa.float64()),
+        ("_kafka_topic", pa.string()),
+        ("_kafka_partition", pa.int32()),
+        ("_kafka_offset", pa.int64()),
+        ("_kafka_timestamp", pa.timestamp("us", "UTC")),
+        ("_kafka_key", pa.string()),
+        ("_schema_id", pa.int32()),
+        ("_ingested_at", pa.timestamp("us", "UTC")),
+        ("event_date", pa.date32()),
+    ]
+)
+
+
+def _metric(name: str) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return {
+        match[1]: float(match[2]) for match in re.finditer(rf"^({name}(?:{{[^}}]*}})?) (\S+)$", text, re.M)
+    }
+
+
+def _scrape(name: str) -> dict[str, float]:
+    try:
+        return _metric(name)
+    except OSError:
+        return {}
+
+
+def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> None:
+    project = support.copy_project(tmp_path / "project")
+    support.write_seed(project, GAMES)
+    from ingest.games import model_files
+
+    model_files.sync(project)
+    (project / ".cache").symlink_to(PROJECT_DIR / ".cache")  # the Delta jars
+    warehouse = tmp_path / "warehouse"
+    bronze = warehouse / "bronze" / "game_events"
+    ensure_table(bronze, _SCHEMA, ["event_date"], "game_events", CHANGE_DATA_FEED)
+    writer = support.BronzeWriter(random.Random(7))
+    write_deltalake(str(bronze), _bronze_batch(writer, 60), mode="append")
+
+    env = {**os.environ, "GAMELAKE_HOME": str(project), "GAMELAKE_WAREHOUSE_DIR": str(warehouse)}
+    env.pop("GAMELAKE_BRONZE_PATH", None)
+    log = (tmp_path / "refresh.log").open("w")
+    command = ["refresh", "--continuous", "--min-interval", "1", "--metrics-port", str(METRICS_PORT)]
+    refresh = subprocess.Popen(
+        [sys.executable, "-m", "ingest.cli", *command],
+        cwd=project,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        first = DeltaTable(str(bronze)).version()
+        wait_until(
+            lambda: (
+                _scrape("gamelake_refresh_bronze_version").get("gamelake_refresh_bronze_version", -1) >= first
+            ),
+            300,
+            "the first build to cover bronze",
+        )
+        write_deltalake(str(bronze), _bronze_batch(writer, 40), mode="append")
+        second = DeltaTable(str(bronze)).version()
+        wait_until(
+            lambda: _metric("gamelake_refresh_bronze_version")["gamelake_refresh_bronze_version"] >= second,
+            180,
+            "a build triggered by the new bronze version",
+        )
+        lags = _metric("gamelake_layer_lag_seconds")
+        assert set(lags) == {
+            'gamelake_layer_lag_seconds{layer="silver"}',
+            'gamelake_layer_lag_seconds{layer="gold"}',
+        }
+        builds = _metric("gamelake_refresh_builds_total")
+        assert builds['gamelake_refresh_builds_total{outcome="failed"}'] == 0
+        assert builds['gamelake_refresh_builds_total{outcome="ok"}'] >= 2
+    finally:
+        refresh.send_signal(signal.SIGTERM)
+        code = refresh.wait(240)
+        log.close()
+    output = (tmp_path / "refresh.log").read_text()
+    assert code == 0, output[-3000:]
+    assert re.search(r"refresh: stopped by SIGTERM after \d+ builds", output), output[-3000:]
+    assert output.count("Using incubator modules") == 1, "more than one JVM for the builds"
+    silver = {
+        game: DeltaTable(str(warehouse / "spark" / "silver.db" / f"silver_{game}")).to_pyarrow_table()
+        for game in GAMES
+    }
+    assert sum(t.num_rows for t in silver.values()) == 100, "every bronze row reached silver once"
+    for game, rows in silver.items():
+        assert len(set(rows["event_id"].to_pylist())) == rows.num_rows, f"silver_{game} holds duplicates"
