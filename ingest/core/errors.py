@@ -64,3 +64,10 @@ class SchemaGuardError(MessageError):
     """The schema would change bronze incompatibly (a field changed type or a number was reused)."""
 
     stage = "schema_guard"
+
+
+# Every stage a message can fail at: the dead-letter and decode-error metrics start at 0 for each.
+MESSAGE_STAGES = tuple(
+    error.stage
+    for error in (FramingError, SchemaLookupError, SchemaBuildError, DecodeError, SchemaGuardError)
+)

@@ -1,4 +1,8 @@
-"""Prometheus metrics and the health endpoint (``/metrics`` and ``/healthz`` on one port)."""
+"""Prometheus metrics and the health endpoint (``/metrics`` and ``/healthz`` on one port).
+
+Every series exists from start-up: label values known in advance (failure stages, drop
+reasons) are created at 0, so a rate or an alert sees the first increment as a change.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import (
@@ -16,6 +21,18 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+
+from ingest.core.errors import MESSAGE_STAGES
+
+
+class DropReason(StrEnum):
+    """Why the service dropped a batch uncommitted (it re-reads it from Kafka)."""
+
+    REGISTRY_UNAVAILABLE = "registry_unavailable"
+    FENCED = "fenced"
+    STALE = "outlived_max_poll_interval"
+    PARTITIONS_LOST = "partitions_lost"
+
 
 REGISTRY = CollectorRegistry()
 LAG = Gauge(
@@ -54,6 +71,21 @@ EXPIRED_OFFSETS = Counter(
     "Partitions whose Delta offset fell out of Kafka retention",
     registry=REGISTRY,
 )
+LAST_COMMIT = Gauge(
+    "gamelake_ingest_last_commit_timestamp_seconds",
+    "When the last batch was committed to bronze (0 before the first)",
+    registry=REGISTRY,
+)
+REGISTRY_UP = Gauge(
+    "gamelake_ingest_registry_up",
+    "1 when the Schema Registry answered the service's last need of it, 0 when a batch was dropped for it",
+    registry=REGISTRY,
+)
+for _stage in MESSAGE_STAGES:
+    DEAD_LETTERS.labels(_stage)
+    DECODE_ERRORS.labels(_stage)
+for _reason in DropReason:
+    DROPPED_BATCHES.labels(_reason)
 
 
 def serve(

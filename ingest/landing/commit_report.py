@@ -15,6 +15,7 @@ def report_commit(landed: LandedBatch, event_log: EventLog) -> None:
     rows = decoded.table.num_rows if decoded.table is not None else 0
     stages = Counter(d.error.stage for d in decoded.dead_letters)
     metrics.ROWS.inc(rows)
+    metrics.LAST_COMMIT.set_to_current_time()
     for stage, count in stages.items():
         metrics.DEAD_LETTERS.labels(stage).inc(count)
         metrics.DECODE_ERRORS.labels(stage).inc(count)

@@ -9,6 +9,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from ingest.core.json_log import log_event
+from ingest.core.metrics import DropReason
 from ingest.landing.event_log import Event, EventLog
 from ingest.landing.ownership import PartitionOwnership, tp_of
 
@@ -26,7 +27,7 @@ class RebalanceHandler:
         event_log: EventLog,
         instance_id: str,
         land_open_batch: Callable[[], None],
-        drop_open_batch: Callable[[str], None],
+        drop_open_batch: Callable[[DropReason], None],
     ) -> None:
         self.ownership = ownership
         self.event_log = event_log
@@ -52,5 +53,5 @@ class RebalanceHandler:
         self.event_log.record(Event("revoked", message=", ".join(str(tp_of(p)) for p in partitions)))
 
     def on_lost(self, _consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
-        self.drop_open_batch("partitions_lost")
+        self.drop_open_batch(DropReason.PARTITIONS_LOST)
         self.ownership.release(partitions)

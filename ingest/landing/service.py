@@ -51,6 +51,7 @@ class Service:
         self.instance_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         registry = RegistryClient(settings)
         registry.check()
+        metrics.REGISTRY_UP.set(1)
         writer = BronzeWriter(settings.bronze_path, settings.app_id)
         self.event_log = EventLog(settings.event_log_path, self.instance_id)
         decoder = Decoder(registry, settings.unknown_schema_retries, settings.registry_retry_backoff_s)
@@ -133,7 +134,7 @@ class Service:
             return False
         return caught_up(self.consumer, self.ownership)
 
-    def _drop(self, reason: str, detail: str = "") -> None:
+    def _drop(self, reason: metrics.DropReason, detail: str = "") -> None:
         """Forget the uncommitted batch and rewind owned partitions to what Delta holds."""
         if len(self.batch):
             metrics.DROPPED_BATCHES.labels(reason).inc()
@@ -152,6 +153,7 @@ class Service:
         except (RegistryUnavailable, FencedError, StaleBatchError) as err:
             self._drop_unlandable(batch_id, err)
             return
+        metrics.REGISTRY_UP.set(1)  # the batch's schemas were cached or the registry answered
         self.ownership.advance(landed.landings)
         mirror_to_kafka(self.consumer, {tp: lg.last for tp, lg in landed.landings.items()})
         self.batch.clear()
@@ -161,14 +163,15 @@ class Service:
 
     def _drop_unlandable(self, batch_id: str, err: IngestError) -> None:
         kind, reason = {
-            RegistryUnavailable: ("registry_unavailable", "registry_unavailable"),
-            FencedError: ("fenced", "fenced"),
-            StaleBatchError: ("stale_batch_dropped", "outlived_max_poll_interval"),
+            RegistryUnavailable: ("registry_unavailable", metrics.DropReason.REGISTRY_UNAVAILABLE),
+            FencedError: ("fenced", metrics.DropReason.FENCED),
+            StaleBatchError: ("stale_batch_dropped", metrics.DropReason.STALE),
         }[type(err)]
         self.event_log.record(Event(kind, batch_id=batch_id, message=str(err)))
         self._drop(reason, str(err))
-        if isinstance(err, RegistryUnavailable):  # give the registry a moment before the re-read
-            time.sleep(min(5.0, self.settings.registry_retry_backoff_s * 4))
+        if isinstance(err, RegistryUnavailable):
+            metrics.REGISTRY_UP.set(0)
+            time.sleep(min(5.0, self.settings.registry_retry_backoff_s * 4))  # a moment before the re-read
 
     @staticmethod
     def _report_compaction(result: dict[str, object] | None) -> None:

@@ -15,11 +15,13 @@ from confluent_kafka import OFFSET_BEGINNING, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from deltalake import DeltaTable
 
+from ingest.core.metrics import REGISTRY
 from ingest.core.settings import IngestSettings
 from ingest.dev.demo_schemas import load_version
 from ingest.landing import wire_format
 from ingest.landing.batch import Batch
 from ingest.landing.bronze_writer import BronzeWriter, FencedError, Landing
+from ingest.landing.commit_report import report_commit
 from ingest.landing.compaction import BackgroundCompaction
 from ingest.landing.dead_letters import DeltaDeadLetters
 from ingest.landing.decode import Decoder
@@ -166,6 +168,21 @@ def test_the_lander_refuses_a_stale_batch_and_a_fenced_one_without_landing(tmp_p
     with pytest.raises(FencedError, match=r"Delta holds offset 9"):
         lander.land("zombie", _events(range(0, 3)), ownership, last_poll=time.monotonic())
     assert writer.landed(TopicPartition(TOPIC, 0)) == 9
+
+
+def test_a_reported_commit_counts_rows_and_dead_letters_and_stamps_its_time(tmp_path):
+    lander, ownership, _writer = _lander(tmp_path)
+    records = [*_events(range(0, 3)), _message(0, 3, b"not framed")]
+    landed = lander.land("b1", records, ownership, last_poll=time.monotonic())
+    rows = REGISTRY.get_sample_value("gamelake_ingest_rows_landed_total")
+    framing = REGISTRY.get_sample_value("gamelake_ingest_dead_letters_total", {"stage": "framing"})
+    before = time.time()
+    report_commit(landed, EventLog(tmp_path / "report_log", "test"))
+    assert REGISTRY.get_sample_value("gamelake_ingest_rows_landed_total") == rows + 3
+    assert (
+        REGISTRY.get_sample_value("gamelake_ingest_dead_letters_total", {"stage": "framing"}) == framing + 1
+    )
+    assert REGISTRY.get_sample_value("gamelake_ingest_last_commit_timestamp_seconds") >= before
 
 
 # -- compaction schedule and health --------------------------------------------------------
