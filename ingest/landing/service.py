@@ -100,9 +100,11 @@ class Service:
             # A run to catch up lands its tail as soon as a poll comes back empty.
             if self.batch.is_due(self.settings) or (self.until_caught_up and idle):
                 self.flush()
-            if idle and not len(self.batch) and time.monotonic() - lag_checked >= 1.0:
+            # The lag gauges update busy or idle, so a backlog shows while it builds up.
+            if time.monotonic() - lag_checked >= 1.0:
                 lag_checked = time.monotonic()
-                if self._caught_up(started) and self.until_caught_up:
+                done = self._caught_up(started)
+                if done and idle and not len(self.batch) and self.until_caught_up:
                     return
 
     def _poll(self) -> bool:
