@@ -16,7 +16,7 @@ SOAK_RATE ?= 10000
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint compact audit bench bench-soak bench-incremental bench-writer docs lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-incremental bench-writer docs lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -69,12 +69,18 @@ test: setup ## Run the whole test suite (starts and stops the local stack itself
 test-unit: setup ## Only the tests that need no services
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
-lint: setup ## ruff, mypy on ingest/, the package layers (import-linter), sqlfluff on models and macros
+lint: setup alerts-check ## ruff, mypy on ingest/, the package layers (import-linter), sqlfluff, the alert rules
 	$(BIN)/ruff check ingest tests bench
 	$(BIN)/ruff format --check ingest tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/sqlfluff lint models macros data-tests
+
+alerts-check: ## promtool: the alert rules, the scrape config and the alerts' unit tests (ops/prometheus)
+	ops/prometheus/ensure-promtool.sh
+	promtool check rules ops/prometheus/alerts.yml
+	promtool check config ops/prometheus/prometheus.yml
+	promtool test rules ops/prometheus/alerts_test.yml
 
 compact: setup ## Purge old dead letters; compact, checkpoint and vacuum the bronze, dead-letter and event-log tables
 	$(BIN)/python -m ingest.ops.maintenance
