@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ingest.core.errors import ConfigError, IngestError
+from ingest.core.log_setup import report_failure
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -65,14 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(args)
     except ConfigError as err:  # the input is wrong: the message names it and the fix
-        print(f"ingest {args.command}: error: {err}", file=sys.stderr)
-        return 2
+        return _failed(args.command, f"error: {err}", 2)
     except IngestError as err:
-        print(f"ingest {args.command}: error: {err}", file=sys.stderr)
-        return 1
+        return _failed(args.command, f"error: {err}", 1)
     except KeyboardInterrupt:
-        print(f"ingest {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return _failed(args.command, "interrupted", 130)
+
+
+def _failed(command: str, what: str, exit_code: int) -> int:
+    """One last line on stderr; a JSON log line when the command logs JSON lines."""
+    report_failure(f"ingest {command}: {what}", exit_code)
+    return exit_code
 
 
 if __name__ == "__main__":

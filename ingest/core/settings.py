@@ -139,6 +139,9 @@ class IngestSettings(BaseSettings):
         500, ge=0, description="Run OPTIMIZE (compaction) on bronze every N commits; 0 disables."
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
+    log_format: Literal["json", "text", "auto"] = Field(
+        "auto", description="Log lines as JSON objects, as text, or auto: JSON unless stderr is a terminal."
+    )
     caught_up_timeout_s: float = Field(
         120.0, gt=0, description="--until-caught-up gives up if no partition is assigned within this time."
     )
@@ -165,7 +168,9 @@ class IngestSettings(BaseSettings):
             raise ValueError("name at least one topic, and no empty names")
         return topics
 
-    @field_validator("security_protocol", "dead_letter_sink", "on_expired_offset", mode="before")
+    @field_validator(
+        "security_protocol", "dead_letter_sink", "on_expired_offset", "log_format", mode="before"
+    )
     @classmethod
     def _lower_case(cls, value: Any) -> Any:
         """Kafka's and librdkafka's docs write SASL_SSL; any case is accepted."""

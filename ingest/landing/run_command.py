@@ -8,6 +8,7 @@ import logging
 
 from ingest.core import metrics
 from ingest.core.errors import ConfigError
+from ingest.core.log_setup import add_log_format_argument, configure_logging
 from ingest.core.settings_args import add_settings_arguments, settings_from_args
 from ingest.landing import crash_points
 from ingest.landing.service import Service
@@ -18,9 +19,10 @@ def _run_command(args: argparse.Namespace) -> int:
         "flush_rows": args.flush_rows,
         "flush_interval_s": args.flush_interval_s,
         "metrics_port": args.metrics_port,
+        "log_format": args.log_format,
     }
     settings = settings_from_args(args, **extra)
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(settings.log_level, settings.log_format)
     logging.getLogger("deltalake").setLevel(logging.WARNING)
     crash_points.install()
     service = Service(settings, until_caught_up=args.until_caught_up)
@@ -53,4 +55,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--flush-rows", type=int, help="commit a batch at this many records")
     parser.add_argument("--flush-interval-s", type=float, help="commit a batch at this age (seconds)")
     parser.add_argument("--metrics-port", type=int, help="port of /metrics and /healthz (0 disables)")
+    add_log_format_argument(parser)
     parser.set_defaults(handler=_run_command)

@@ -20,6 +20,7 @@ from confluent_kafka import KafkaError, Message
 from ingest.core import metrics
 from ingest.core.errors import IngestError
 from ingest.core.json_log import log_event
+from ingest.core.log_context import batch_context
 from ingest.core.settings import IngestSettings
 from ingest.core.stop_signals import StopRequest, stop_on_signals
 from ingest.landing.batch import Batch
@@ -149,6 +150,11 @@ class Service:
         if not len(self.batch):
             return
         batch_id = f"{self.instance_id}-{self.commits}-{uuid.uuid4().hex[:6]}"
+        with batch_context(batch_id):
+            self._land(batch_id)
+
+    def _land(self, batch_id: str) -> None:
+        """``flush``'s work, inside the batch's log context (its id on every line it logs)."""
         records = self.batch.owned(self.ownership.owns) if self.ownership.shrank else self.batch.records
         try:
             landed = self.lander.land(batch_id, records, self.ownership, self.last_poll)  # type: ignore[arg-type]

@@ -78,6 +78,11 @@ def _landed_then_expired(stack, topic: str, warehouse: Path) -> tuple[dict[str, 
     return env, schema_id
 
 
+def _logged_error(line: str, event: str) -> bool:
+    """A JSON log line (the service's log is not a terminal) of ``event`` at ERROR."""
+    return '"level":"ERROR"' in line and f'"event":"{event}"' in line
+
+
 def _expired_events(warehouse: Path) -> list[dict]:
     return [e for e in table(warehouse, "ingest_event_log").to_pylist() if e["kind"] == "offset_expired"]
 
@@ -88,7 +93,7 @@ def test_an_expired_offset_stops_the_service_loudly_by_default(stack, fresh_topi
     code = run_service(env, log=log, timeout=120)
     text = log.read_text()
     assert code == 1, text[-3000:]
-    errors = [line for line in text.splitlines() if " ERROR " in line and "offset_expired" in line]
+    errors = [line for line in text.splitlines() if _logged_error(line, "offset_expired")]
     assert errors, text[-3000:]
     # topic[partition] and the missing range 20..39 are named, in the log and in the exit message
     assert f"{fresh_topic}[0]" in errors[0] and re.search(r"\b20\b.*\b39\b", errors[0]), errors[0]
@@ -137,7 +142,7 @@ def test_with_earliest_the_gap_is_recorded_and_ingest_continues_from_the_log_sta
             proc.kill()
     assert re.search(r"^gamelake_ingest_expired_offsets_total 1\.0$", scrape, re.M), scrape
     text = (tmp_path / "run2.log").read_text()
-    assert any(" ERROR " in line and "offset_expired" in line for line in text.splitlines())
+    assert any(_logged_error(line, "offset_expired") for line in text.splitlines())
     events = _expired_events(tmp_path)
     assert len(events) == 1 and re.search(r"\b20\b.*\b39\b", events[0]["message"]), events
     landed = landed_coordinates(tmp_path)
