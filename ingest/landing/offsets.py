@@ -9,6 +9,7 @@ where to start.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException
@@ -48,4 +49,4 @@ def mirror_to_kafka(consumer: Consumer, landed: dict[TopicPartition, int]) -> No
     try:
         consumer.commit(offsets=offsets, asynchronous=True)
     except KafkaException as err:  # only the lag mirror is stale
-        log_event("kafka_commit_failed", error=str(err))
+        log_event("kafka_commit_failed", logging.WARNING, error=str(err))

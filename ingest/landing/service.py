@@ -10,6 +10,7 @@ owned partitions are re-seeked to the offsets Delta holds. doc/DESIGN.md has the
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -126,7 +127,7 @@ class Service:
             policy = self.settings.on_expired_offset
             self.fatal = handle_expired_offset(record, self.consumer, self.ownership, policy, self.event_log)
         elif err.code() != KafkaError._PARTITION_EOF:
-            log_event("consume_error", error=err.str())
+            log_event("consume_error", logging.WARNING, error=err.str())
 
     def _caught_up(self, started: float) -> bool:
         """Update the lag gauges; True when every owned partition is landed to its end."""
@@ -141,7 +142,7 @@ class Service:
         """Forget the uncommitted batch and rewind owned partitions to what Delta holds."""
         if len(self.batch):
             metrics.DROPPED_BATCHES.labels(reason).inc()
-            log_event("batch_dropped", reason=reason, records=len(self.batch), detail=detail)
+            log_event("batch_dropped", logging.WARNING, reason=reason, records=len(self.batch), detail=detail)
         self.batch.clear()
         self.ownership.rewind(self.consumer)
 

@@ -16,11 +16,13 @@ import threading
 from datetime import datetime
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from ingest.core.json_log import log_event
 from ingest.core.log_context import batch_context
 from ingest.core.log_setup import CLEAR_LINE, configure_logging, report_failure
 from ingest.core.paths import PROJECT_DIR
+from ingest.landing.offsets import TopicPartition, mirror_to_kafka
 
 CLOSED_PORT = "127.0.0.1:1"
 log = logging.getLogger("gamelake.test")
@@ -141,6 +143,18 @@ def test_an_uncaught_exception_is_one_json_line():
         sys.excepthook(RuntimeError, err, err.__traceback__)
     (line,) = stream.getvalue().splitlines()
     assert json.loads(line)["level"] == "CRITICAL" and "RuntimeError: boom" in json.loads(line)["exception"]
+
+
+class _RefusingConsumer:
+    def commit(self, **_kwargs: object) -> None:
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker down"))
+
+
+def test_a_kafka_outage_while_mirroring_offsets_is_a_warning():
+    stream = _logged("json")
+    mirror_to_kafka(_RefusingConsumer(), {TopicPartition("t", 0): 5})  # type: ignore[arg-type]
+    record = json.loads(stream.getvalue())
+    assert (record["level"], record["event"]) == ("WARNING", "kafka_commit_failed")
 
 
 def test_ingest_run_logs_only_json_lines_and_ends_with_one_json_error(tmp_path):
