@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import time
 import uuid
 
@@ -34,10 +35,11 @@ from ingest.landing.event_log import Event, EventLog
 from ingest.landing.expired_offsets import handle_expired_offset
 from ingest.landing.health import health_report
 from ingest.landing.kafka_consumer import KafkaErrors, open_consumer
-from ingest.landing.lag import caught_up
+from ingest.landing.lag import measure_lag
 from ingest.landing.lander import Lander, StaleBatchError
 from ingest.landing.offsets import mirror_to_kafka
 from ingest.landing.ownership import PartitionOwnership
+from ingest.landing.progress import CatchUpProgress
 from ingest.landing.rebalance import RebalanceHandler
 from ingest.landing.registry import RegistryClient, RegistryUnavailable
 
@@ -67,6 +69,7 @@ class Service:
         self.stop = StopRequest()
         self.fatal: IngestError | None = None
         self.commits = 0
+        self.progress = CatchUpProgress(sys.stderr if until_caught_up else None)
 
     def run(self) -> int:
         self.event_log.record(Event("start", message=self.settings.model_dump_json(exclude={"kafka"})))
@@ -87,6 +90,7 @@ class Service:
                     log_event("signal", signal=self.stop.reason, action="flush, commit and exit")
                 self.flush()
             finally:
+                self.progress.finish()
                 self.consumer.close()
                 self._report_compaction(self.compaction.reap(wait_s=COMPACTION_WAIT_S))
         self.event_log.record(Event("stop", message=f"{self.commits} commits"))
@@ -136,7 +140,11 @@ class Service:
                 timeout = self.settings.caught_up_timeout_s
                 raise IngestError(f"no partition was assigned within {timeout:.0f} s")
             return False
-        return caught_up(self.consumer, self.ownership)
+        lag = measure_lag(self.consumer, self.ownership)
+        if lag is None:
+            return False
+        self.progress.show(lag.remaining)
+        return lag.caught_up
 
     def _drop(self, reason: metrics.DropReason, detail: str = "") -> None:
         """Forget the uncommitted batch and rewind owned partitions to what Delta holds."""
@@ -167,6 +175,7 @@ class Service:
         mirror_to_kafka(self.consumer, {tp: lg.last for tp, lg in landed.landings.items()})
         self.batch.clear()
         self.commits += 1
+        self.progress.count(len(records))
         report_commit(landed, self.event_log)
         self._report_compaction(self.compaction.after_commit(self.commits))
 
