@@ -136,24 +136,30 @@ def _dbt(root: Path, *args: str) -> tuple[float, list[dict[str, Any]]]:
     return took, nodes
 
 
-def prepare(root: Path, history: int, games: int) -> None:
+def _copy_project(project: Path, slugs: list[str]) -> None:
+    """The repo's dbt project with a seed of ``slugs``, its per-game files generated for them."""
     from ingest.games.model_files import sync
 
-    if root.exists():
-        shutil.rmtree(root)
-    project = root / "project"
-    project.mkdir(parents=True)
     for name in PROJECT_FILES:
-        source = PROJECT_DIR / name
+        source, target = PROJECT_DIR / name, project / name
         if source.is_dir():
-            shutil.copytree(source, project / name, ignore=shutil.ignore_patterns("target", "logs"))
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("target", "logs"))
         else:
-            shutil.copy2(source, project / name)
-    slugs = _games(games)
+            shutil.copy2(source, target)
     seed = ["game_slug,display_name,is_active,studio,genre,platforms,launch_date"]
     seed += [f"{s},{s.replace('_', ' ').title()},true,Bench Studio,arcade,pc,2020-01-01" for s in slugs]
     (project / "seeds" / "games.csv").write_text("\n".join(seed) + "\n")
     sync(project)
+
+
+def prepare(root: Path, history: int, games: int) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+    project = root / "project"
+    project.mkdir(parents=True)
+    slugs = _games(games)
+    _copy_project(project, slugs)
     import os
 
     os.environ["GAMELAKE_BRONZE_PATH"] = str(root / "warehouse" / "bronze" / "game_events")
@@ -217,6 +223,7 @@ def step(root: Path, new: int) -> dict[str, Any]:
     import os
 
     state = json.loads((root / "state.json").read_text())
+    _copy_project(root / "project", state["games"])  # the code as it is now, not as at prepare
     os.environ["GAMELAKE_BRONZE_PATH"] = str(root / "warehouse" / "bronze" / "game_events")
     started = time.monotonic()
     spark = _session(root)
@@ -351,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--rounds", type=int, default=3)
     c.add_argument("--new", type=int, default=20000)
     args = parser.parse_args(argv)
+    for name in ("dir", "a", "b"):  # Spark takes `delta.`<path>`` as a path only when absolute
+        if getattr(args, name, None) is not None:
+            setattr(args, name, getattr(args, name).resolve())
     if args.command == "prepare":
         prepare(args.dir, args.history, args.games)
     elif args.command == "step":

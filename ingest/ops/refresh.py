@@ -15,7 +15,6 @@ build counts and times.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from deltalake import DeltaTable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ingest.core.errors import ConfigError, IngestError
+from ingest.core.log_setup import add_log_format_argument, configure_logging
 from ingest.core.paths import PROJECT_DIR
 from ingest.core.stop_signals import stop_on_signals
 
@@ -118,16 +118,16 @@ def build_once(spark: Any, watch: BronzeWatch) -> int | None:
     BUILT_VERSION.set(covered)
     LAST_SUCCESS.set(time.time())
     log.info(
-        "%s",
-        json.dumps(
-            {
-                "event": "refresh_build",
-                "seconds": round(took, 1),
-                "bronze_version": covered,
-                "new_rows": new_rows,
-                "ended_at": time.time(),
-            }
-        ),
+        "refresh: build ok in %.1f s, bronze version %d, %d new bronze rows",
+        took,
+        covered,
+        new_rows,
+        extra={
+            "event": "refresh_build",
+            "seconds": round(took, 1),
+            "bronze_version": covered,
+            "new_rows": new_rows,
+        },
     )
     return covered
 
@@ -163,7 +163,7 @@ def _refresh(args: argparse.Namespace) -> int:
     from ingest.core import metrics
     from ingest.core.spark import local_session, spark_settings
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    configure_logging(logging.INFO, args.log_format or "auto")
     if args.min_interval < 0:
         raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
     # the bronze dbt registers as its source (GAMELAKE_BRONZE_PATH, else under the warehouse)
@@ -202,4 +202,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--metrics-port", type=int, default=9109, help="port of the refresh's /metrics (0 disables; 9109)"
     )
+    add_log_format_argument(parser)
     parser.set_defaults(handler=_refresh)

@@ -1,30 +1,16 @@
 {#- Daily active players of one game. Distinct counts do not add up across runs,
     so each run recomputes exactly the event dates that received new silver rows
-    (from silver's change feed after this table's silver_version; silver is partitioned
-    by event_date, so only those partitions are read) and merges them by event_date. -#}
+    (from silver's change feed after this table's silver_version, named as literals, so
+    Delta reads only those event_date partitions of silver) and merges them by event_date. -#}
 {% macro gold_daily_active(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
     {{- config(unique_key='event_date') -}}
     {%- set silver = ref('silver_' ~ game_slug) -%}
     {%- set plan = gamelake_silver_read_plan(silver) -%}
-with silver_events as (
+    {%- set touched = _touched_dates(silver, plan) -%}
+with day_events as (
     select * from {{ silver }}{% if execute %} version as of {{ plan.to }}{% endif %}
-),
-
-new_events as (
-    {{- gamelake_unread_silver(silver, plan) }}
-),
-
-touched_dates as (
-    select distinct event_date
-    from new_events
-),
-
-day_events as (
-    select silver_events.*
-    from silver_events
-    left semi join touched_dates
-        on silver_events.event_date = touched_dates.event_date
+    where {{ touched }}
 ),
 
 final as (
@@ -45,3 +31,17 @@ final as (
 
 select * from final
 {%- endmacro %}
+
+
+{#- The predicate on silver's event_date that selects the dates with new rows in `plan`. -#}
+{% macro _touched_dates(silver, plan) %}
+    {%- if not execute or plan.mark is none -%}
+        {{ return('true') }}  {#- no mark: every date is recomputed -#}
+    {%- endif -%}
+    {%- set dates = run_query(
+        "select distinct cast(event_date as string) from (" ~ gamelake_unread_silver(silver, plan) ~ ")") -%}
+    {%- if dates | length == 0 -%}
+        {{ return('false') }}
+    {%- endif -%}
+    {{ return("event_date in (date'" ~ dates.columns[0].values() | join("', date'") ~ "')") }}
+{% endmacro %}

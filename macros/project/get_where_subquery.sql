@@ -1,7 +1,7 @@
 {#- dbt's test relation with the `where` config applied, plus one gamelake value:
     where: gamelake_latest_build tests only the event_date partitions that the relation's
-    latest build loaded rows into (the largest silver_loaded_at, which Delta answers from
-    its statistics). A duplicate event shares its event_date, so a uniqueness test there
+    latest insert wrote to (its change data feed for that one version). A duplicate event
+    shares its event_date, so a uniqueness test there
     still sees a new row that repeats an old one, and the cost follows the new data, not
     history. The audit (tag:audit) covers whole tables. -#}
 {% macro get_where_subquery(relation) -%}
@@ -23,12 +23,19 @@
     {%- if not execute -%}
         {{ return('true') }}
     {%- endif -%}
-    {%- set latest = run_query("select cast(max(silver_loaded_at) as string) from " ~ relation)[0][0] -%}
-    {%- if latest is none -%}
+    {#- the latest insert is among the last few commits (the mark's property change follows it) -#}
+    {%- set writes = run_query("describe history " ~ relation ~ " limit 5")
+        | selectattr('operation', 'in', ['WRITE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT'])
+        | list -%}
+    {%- if writes | length == 0 -%}
+        {{ return('true') }}  {#- not found: test the whole table -#}
+    {%- endif -%}
+    {%- set version = writes[0]['version'] | int -%}
+    {%- set dates = run_query(
+        "select distinct cast(event_date as string) from table_changes('" ~ relation ~ "', "
+        ~ version ~ ", " ~ version ~ ")") -%}
+    {%- if dates | length == 0 -%}
         {{ return('false') }}
     {%- endif -%}
-    {%- set dates = run_query(
-        "select distinct cast(event_date as string) from " ~ relation
-        ~ " where silver_loaded_at = timestamp'" ~ latest ~ "'") -%}
     {{ return("event_date in (date'" ~ dates.columns[0].values() | join("', date'") ~ "')") }}
 {% endmacro %}
