@@ -26,7 +26,15 @@ import pyarrow as pa
 
 from ingest.core.paths import PROJECT_DIR
 
-DBT_PROJECT_FILES = ["dbt_project.yml", "selectors.yml", "models", "macros", "data-tests", "seeds", "profiles"]
+DBT_PROJECT_FILES = [
+    "dbt_project.yml",
+    "selectors.yml",
+    "models",
+    "macros",
+    "data-tests",
+    "seeds",
+    "profiles",
+]
 EVENT_TYPES = [
     "session_start",
     "session_end",

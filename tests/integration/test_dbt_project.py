@@ -485,5 +485,7 @@ def test_a_second_build_waits_for_the_lock(lake: Lake, writer: support.BronzeWri
     audit = lake.dbt("build", "--select", "tag:audit")
     assert audit_tests <= {r.node.name for r in audit.result.results}
     # a per-game silver test reads the partitions the latest build loaded, not all of silver
-    compiled = next((lake.project / "target" / "run").rglob(f"unique_silver_{ACTIVE}_event_id.sql")).read_text()
+    compiled = next(
+        (lake.project / "target" / "run").rglob(f"unique_silver_{ACTIVE}_event_id.sql")
+    ).read_text()
     assert f"from silver.silver_{ACTIVE} where event_date in (date'" in compiled, compiled
