@@ -67,7 +67,12 @@ def test_dbt_build_on_the_cluster_target_is_exact(
     from deltalake import write_deltalake
 
     bronze = tmp_path / "bronze" / "game_events"
-    write_deltalake(str(bronze), support.arrow_bronze(rows, 4), partition_by=["event_date"])
+    write_deltalake(  # as the ingest creates it: silver reads bronze's change data feed
+        str(bronze),
+        support.arrow_bronze(rows, 4),
+        partition_by=["event_date"],
+        configuration={"delta.enableChangeDataFeed": "true"},
+    )
     monkeypatch.setenv("GAMELAKE_BRONZE_PATH", str(bronze))
     monkeypatch.setenv("GAMELAKE_THRIFT_PORT", str(cluster.thrift_port))
 

@@ -31,7 +31,7 @@ def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
         ({"GAMELAKE_INGEST_REGISTRY_URL": "http://localhost:8081/not-a-registry"}, "does not answer like a"),
         ({"GAMELAKE_INGEST_REGISTRY_URL": "http://localhost:1"}, "is not reachable"),
         ({"GAMELAKE_INGEST_WAREHOUSE_DIR": "/proc/gamelake"}, "cannot use /proc/gamelake"),
-        ({"GAMELAKE_INGEST_FLUSH_ROWS": "-5"}, "flush_rows"),
+        ({"GAMELAKE_INGEST_FLUSH_ROWS": "-5"}, "GAMELAKE_INGEST_FLUSH_ROWS='-5'"),
         ({"GAMELAKE_INGEST_TOPICS": '["no-such-topic-xyz"]'}, "do not exist"),
         ({"GAMELAKE_INGEST_KAFKA": '{"group.id": "sneaky"}'}, "set by the service itself"),
     ],
