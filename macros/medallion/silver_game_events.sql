@@ -91,5 +91,5 @@ select * from final
     {%- if dates | length == 0 -%}
         {{ return('false') }}
     {%- endif -%}
-    {{ return("loaded.event_date in (date'" ~ dates.columns[0].values() | join("', date'") ~ "')") }}
+    {{ return("loaded.event_date in (date '" ~ dates.columns[0].values() | join("', date '") ~ "')") }}
 {% endmacro %}

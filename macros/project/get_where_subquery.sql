@@ -37,5 +37,5 @@
     {%- if dates | length == 0 -%}
         {{ return('false') }}
     {%- endif -%}
-    {{ return("event_date in (date'" ~ dates.columns[0].values() | join("', date'") ~ "')") }}
+    {{ return("event_date in (date '" ~ dates.columns[0].values() | join("', date '") ~ "')") }}
 {% endmacro %}

@@ -488,4 +488,4 @@ def test_a_second_build_waits_for_the_lock(lake: Lake, writer: support.BronzeWri
     compiled = next(
         (lake.project / "target" / "run").rglob(f"unique_silver_{ACTIVE}_event_id.sql")
     ).read_text()
-    assert f"from silver.silver_{ACTIVE} where event_date in (date'" in compiled, compiled
+    assert f"from silver.silver_{ACTIVE} where event_date in (date '" in compiled, compiled
