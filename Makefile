@@ -16,7 +16,7 @@ SOAK_RATE ?= 10000
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-incremental bench-writer docs lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-incremental bench-writer docs docs-serve lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -100,8 +100,12 @@ bench-incremental: setup ## Incremental dbt build cost vs history and games (ben
 bench-writer: setup ## Measure the bronze writer: delta-rs vs Spark on the same batches (bench/results/writer_choice.md)
 	$(BIN)/python -m bench.writer_choice
 
-docs: setup ## Generate the dbt docs site
+docs: setup ## Generate the dbt docs site (target/), tests hidden from the default lineage graph
 	$(BIN)/dbt docs generate
+	$(BIN)/python -m ingest.ops.docs_site finish
+
+docs-serve: setup ## Serve the generated docs site on http://127.0.0.1:8580 (not `dbt docs serve`: it un-hides the tests)
+	$(BIN)/python -m ingest.ops.docs_site serve --port 8580
 
 lock: $(STAMP) ## Re-freeze constraints.txt from the current venv
 	$(BIN)/pip freeze --exclude-editable | sort -f > constraints.txt

@@ -16,6 +16,7 @@ from ingest.core.errors import ConfigError, IngestError
 from ingest.core.paths import PROJECT_DIR
 from ingest.games.model_files import sync
 from ingest.games.seed import SEED, read_games
+from ingest.ops import docs_site
 
 PROFILES_DIR = PROJECT_DIR / "profiles"
 TOP_PLAYERS = 5
@@ -74,11 +75,12 @@ def run(_args: argparse.Namespace | None = None) -> int:
         )
     spark = local_session()
     seconds = {"seed": _dbt("seed"), "build": _dbt("build"), "docs": _dbt("docs", "generate")}
+    docs_site.finish()
     print("\n".join(["", "lakehouse:", *(f"   {line}" for line in summary(spark))]))
     print("   dbt: " + ", ".join(f"{step} {took:.0f}s" for step, took in seconds.items()))
     print(
-        "   docs: run `.venv/bin/dbt docs serve --profiles-dir profiles --port 8580` "
-        "and open http://127.0.0.1:8580 (lineage: the graph button, bottom right)"
+        "   docs: run `make docs-serve` and open http://127.0.0.1:8580 "
+        "(the overview page, then a game's lineage: the graph button, bottom right)"
     )
     return 0
 

@@ -6,6 +6,7 @@ of the dbt models, so a model bug cannot hide behind a shared helper.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import html
 import http.server
@@ -17,6 +18,7 @@ import socketserver
 import subprocess
 import threading
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -34,6 +36,7 @@ DBT_PROJECT_FILES = [
     "data-tests",
     "seeds",
     "profiles",
+    "doc/assets",
 ]
 EVENT_TYPES = [
     "session_start",
@@ -274,20 +277,23 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 
-# Loads the docs site in a same-origin iframe, waits until its cytoscape lineage graph has
-# nodes, and writes the graph's nodes and edges into this page, which Chromium then dumps.
+# Loads a page of the docs site (the route after `#!/` in the query string) in a same-origin
+# iframe, waits until its cytoscape lineage graph has nodes, and writes the graph's visible
+# nodes and edges and the page's text into this page, which Chromium then dumps.
 LINEAGE_PROBE = """<!doctype html>
 <html><body><pre id="lineage">pending</pre>
-<iframe id="docs" src="index.html#!/overview?g_v=1" style="width:1600px;height:1000px"></iframe>
+<iframe id="docs" style="width:1600px;height:1000px"></iframe>
 <script>
+const route = location.search.slice(1);  // already URL-encoded
+document.getElementById("docs").src = "index.html#!/" + route;
 function probe() {
   const doc = document.getElementById("docs").contentDocument;
   const host = doc && Array.from(doc.querySelectorAll("*")).find((el) => el._cyreg && el._cyreg.cy);
-  if (!host || host._cyreg.cy.nodes().length === 0) { setTimeout(probe, 200); return; }
+  if (!host || host._cyreg.cy.nodes(":visible").length === 0) { setTimeout(probe, 200); return; }
   const cy = host._cyreg.cy;
   document.getElementById("lineage").textContent = JSON.stringify({
-    nodes: cy.nodes().map((n) => n.id()),
-    edges: cy.edges().map((e) => [e.source().id(), e.target().id()]),
+    nodes: cy.nodes(":visible").map((n) => n.id()),
+    edges: cy.edges(":visible").map((e) => [e.source().id(), e.target().id()]),
   });
 }
 probe();
@@ -310,31 +316,63 @@ def ensure_chromium() -> str:
     return found
 
 
-def docs_lineage(site: Path, profile_dir: Path) -> dict[str, list[Any]]:
-    """Serve the generated docs site on loopback, load it in headless Chromium, read the lineage graph."""
-    chromium = ensure_chromium()
-    (site / "lineage_probe.html").write_text(LINEAGE_PROBE)
-    handler = functools.partial(_QuietHandler, directory=str(site))
-    with socketserver.TCPServer(("127.0.0.1", 0), handler) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        url = f"http://127.0.0.1:{server.server_address[1]}/lineage_probe.html"
-        proc = subprocess.run(
-            [
-                chromium,
-                *CHROMIUM_FLAGS,
-                f"--user-data-dir={profile_dir}",
-                "--virtual-time-budget=60000",
-                "--dump-dom",
-                url,
-            ],
+@dataclass
+class DocsBrowser:
+    """The generated docs site served on loopback and opened in headless Chromium."""
+
+    site: Path
+    profile_dir: Path
+    base_url: str = ""
+
+    def _chromium(self, url: str, *flags: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [ensure_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={self.profile_dir}", *flags, url],
             capture_output=True,
             text=True,
             timeout=180,
         )
-        server.shutdown()
-    match = re.search(r'<pre id="lineage">(.*?)</pre>', proc.stdout, re.S)
-    assert match and match.group(1) != "pending", f"lineage graph did not render: {proc.stderr[-2000:]}"
-    return json.loads(html.unescape(match.group(1)))
+
+    def lineage(self, route: str = "overview?g_v=1") -> dict[str, list[Any]]:
+        """The visible nodes and edges of the lineage graph shown at ``route``."""
+        (self.site / "lineage_probe.html").write_text(LINEAGE_PROBE)
+        url = f"{self.base_url}/lineage_probe.html?{route}"
+        proc = self._chromium(url, "--virtual-time-budget=60000", "--dump-dom")
+        match = re.search(r'<pre id="lineage">(.*?)</pre>', proc.stdout, re.S)
+        assert match and match.group(1) != "pending", f"lineage graph did not render: {proc.stderr[-2000:]}"
+        return json.loads(html.unescape(match.group(1)))
+
+    def page_text(self, route: str) -> str:
+        """The rendered DOM of the page at ``route``."""
+        proc = self._chromium(
+            f"{self.base_url}/index.html#!/{route}", "--virtual-time-budget=30000", "--dump-dom"
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return proc.stdout
+
+    def screenshot(self, route: str, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        proc = self._chromium(
+            f"{self.base_url}/index.html#!/{route}",
+            "--virtual-time-budget=30000",
+            "--window-size=1400,900",
+            "--hide-scrollbars",
+            f"--screenshot={path}",
+        )
+        assert path.is_file() and path.stat().st_size > 10_000, (
+            f"no screenshot of {route}: {proc.stderr[-2000:]}"
+        )
+        return path
+
+
+@contextlib.contextmanager
+def docs_browser(site: Path, profile_dir: Path) -> Iterator[DocsBrowser]:
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    with socketserver.TCPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield DocsBrowser(site, profile_dir, f"http://127.0.0.1:{server.server_address[1]}")
+        finally:
+            server.shutdown()
 
 
 ARROW_TYPES = {

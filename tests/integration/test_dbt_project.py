@@ -20,11 +20,13 @@ import pytest
 from ingest.core.contract import load_contract
 from ingest.core.paths import PROJECT_DIR
 from ingest.games import model_files as games
+from ingest.ops import docs_site
 from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ACTIVE, INACTIVE, UNKNOWN, NEW_GAME = "alpha", "gamma", "ghost", "delta_dash"
+SCREENSHOTS = PROJECT_DIR / ".cache" / "screenshots"  # kept for a look after the run
 PAUSED = "beta"  # active for the first run, paused for the second, back for the third
 
 
@@ -372,9 +374,18 @@ def test_spark_reads_string_boolean_and_decimal_filters_on_bronze_statistics(
 
 def test_docs_site_shows_each_games_lineage(lake: Lake, tmp_path: Path) -> None:
     lake.dbt("docs", "generate")
-    lineage = support.docs_lineage(lake.project / "target", tmp_path / "chromium-profile")
+    docs_site.finish(lake.project / "target")
+    with support.docs_browser(lake.project / "target", tmp_path / "chromium-profile") as browser:
+        lineage = browser.lineage()
+        one_game = browser.lineage(f"overview?g_v=1&g_i=%2Bsilver_{ACTIVE}%2B")
+        overview = browser.page_text("overview")
+        shots = [
+            browser.screenshot("overview", SCREENSHOTS / "docs-overview.png"),
+            browser.screenshot(f"overview?g_v=1&g_i=%2Bsilver_{ACTIVE}%2B", SCREENSHOTS / "docs-lineage.png"),
+        ]
 
     nodes, edges = set(lineage["nodes"]), {tuple(edge) for edge in lineage["edges"]}
+    assert not {n for n in nodes if n.startswith(("test.", "unit_test."))}, "tests crowd the default graph"
     bronze, staging = "source.gamelake.bronze.game_events", "model.gamelake.stg_bronze__new_events"
     assert (bronze, staging) in edges
     assert (bronze, "model.gamelake.stg_bronze__game_events") in edges
@@ -385,6 +396,19 @@ def test_docs_site_shows_each_games_lineage(lake: Lake, tmp_path: Path) -> None:
         assert (staging, silver) in edges
         assert all((silver, gold) in edges for gold in golds)
         assert (f"model.gamelake.gold_{game}_player_agg", "model.gamelake.gold_all_games_player_agg") in edges
+
+    # one game's lineage: its own models and what feeds them, no other game's
+    game_nodes = {n.split(".")[-1] for n in one_game["nodes"]}
+    assert {f"silver_{ACTIVE}", f"gold_{ACTIVE}_player_agg", f"gold_{ACTIVE}_daily_active"} <= game_nodes
+    assert "stg_bronze__new_events" in game_nodes
+    assert not {n for n in game_nodes if n.startswith("silver_") and n != f"silver_{ACTIVE}"}
+
+    # the project's own overview replaces dbt's generic landing page, picture included
+    assert "Reading one game&#39;s lineage" in overview or "Reading one game's lineage" in overview
+    assert "Where to find freshness" in overview and "Welcome!" not in overview
+    assert 'src="doc/assets/pipeline.svg"' in overview
+    assert (lake.project / "target" / "doc" / "assets" / "pipeline.svg").is_file()
+    assert all(shot.stat().st_size > 10_000 for shot in shots)
 
 
 def test_sql_lint_passes_on_the_incremental_branch(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
