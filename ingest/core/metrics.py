@@ -1,5 +1,7 @@
 """Prometheus metrics and the health endpoint (``/metrics`` and ``/healthz`` on one port).
 
+The same port can serve a dashboard page (``/dashboard``); see ``dashboard_page``.
+
 Every series exists from start-up: label values known in advance (failure stages, drop
 reasons) are created at 0, so a rate or an alert sees the first increment as a change.
 """
@@ -93,19 +95,26 @@ def serve(
     port: int,
     health: Callable[[], dict[str, object]],
     registry: CollectorRegistry = REGISTRY,
+    dashboard: Callable[[], str] | None = None,
 ) -> ThreadingHTTPServer:
-    """Serve /metrics and /healthz in a daemon thread; ``health()`` returns a JSON-able dict with 'ok'."""
+    """Serve /metrics and /healthz in a daemon thread; ``health()`` returns a JSON-able dict with 'ok'.
+
+    With ``dashboard`` (a function returning an HTML page), ``/`` and ``/dashboard`` serve that page.
+    """
+
+    def respond(path: str) -> tuple[bytes, int, str]:
+        if path.startswith("/metrics"):
+            return generate_latest(registry), 200, CONTENT_TYPE_LATEST
+        if path.startswith("/healthz"):
+            state = health()
+            return json.dumps(state).encode(), (200 if state.get("ok") else 503), "application/json"
+        if dashboard is not None and path.split("?")[0] in ("/", "/dashboard"):
+            return dashboard().encode(), 200, "text/html; charset=utf-8"
+        return b"not found\n", 404, "text/plain"
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            if self.path.startswith("/metrics"):
-                body, status, kind = generate_latest(registry), 200, CONTENT_TYPE_LATEST
-            elif self.path.startswith("/healthz"):
-                state = health()
-                body = json.dumps(state).encode()
-                status, kind = (200 if state.get("ok") else 503), "application/json"
-            else:
-                body, status, kind = b"not found\n", 404, "text/plain"
+            body, status, kind = respond(self.path)
             self.send_response(status)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))

@@ -1,4 +1,4 @@
-"""``ingest run``: settings from flags, environment and file; the metrics endpoint; the service."""
+"""``ingest run``: settings from flags, environment and file; metrics, health and dashboard; the service."""
 
 from __future__ import annotations
 
@@ -7,11 +7,39 @@ import gc
 import logging
 
 from ingest.core import metrics
+from ingest.core.dashboard_page import render_page
 from ingest.core.errors import ConfigError
 from ingest.core.log_setup import add_log_format_argument, configure_logging
+from ingest.core.metric_history import Kind, MetricHistory, Panel
 from ingest.core.settings_args import add_settings_arguments, settings_from_args
 from ingest.landing import crash_points
 from ingest.landing.service import Service
+
+DASHBOARD_PANELS = (
+    Panel(
+        "Consumer lag (records)",
+        "gamelake_ingest_consumer_lag",
+        note="records in Kafka not yet landed, all partitions added up",
+    ),
+    Panel("Rows landed per second", "gamelake_ingest_rows_landed_total", Kind.RATE),
+    Panel(
+        "Dead letters per second",
+        "gamelake_ingest_dead_letters_total",
+        Kind.RATE,
+        note="records sent to dead letters, every stage added up",
+    ),
+    Panel(
+        "Seconds since the last bronze commit",
+        "gamelake_ingest_last_commit_timestamp_seconds",
+        Kind.SINCE,
+        note="grows while idle too (nothing to land, nothing to commit); 0 before the first commit",
+    ),
+    Panel(
+        "Schema Registry up",
+        "gamelake_ingest_registry_up",
+        note="1 when the registry answered the service's last need of it, 0 after a batch dropped for it",
+    ),
+)
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -27,11 +55,18 @@ def _run_command(args: argparse.Namespace) -> int:
     crash_points.install()
     service = Service(settings, until_caught_up=args.until_caught_up)
     server = None
+    history = MetricHistory(metrics.REGISTRY, DASHBOARD_PANELS)
     if settings.metrics_port:
         try:
-            server = metrics.serve(settings.metrics_host, settings.metrics_port, service.health)
+            server = metrics.serve(
+                settings.metrics_host,
+                settings.metrics_port,
+                service.health,
+                dashboard=lambda: render_page("gamelake ingest", history.series(), service.health()),
+            )
         except OSError as err:
             raise ConfigError(f"metrics port {settings.metrics_port} unavailable: {err.strerror}") from None
+        history.start()
     # Everything allocated so far (imports, clients) lives as long as the process: freezing it
     # spares the full collections that batches of ~100k records trigger from rescanning it.
     gc.collect()
@@ -41,6 +76,7 @@ def _run_command(args: argparse.Namespace) -> int:
     finally:
         if server is not None:
             server.shutdown()
+            history.stop()
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -9,7 +9,7 @@ refresh never loses or doubles a row.
 
 Metrics on ``--metrics-port``: how far silver and gold trail bronze (seconds since the first
 bronze version they have not read appeared), the bronze version the last build covered, and
-build counts and times.
+build counts and times. The same port serves a dashboard of them at ``/dashboard``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ingest.core.errors import ConfigError, IngestError
 from ingest.core.log_setup import add_log_format_argument, configure_logging
+from ingest.core.metric_history import Kind, MetricHistory, Panel
 from ingest.core.paths import PROJECT_DIR
 from ingest.core.stop_signals import stop_on_signals
 
@@ -57,6 +58,39 @@ for _outcome in ("ok", "failed"):
     BUILDS.labels(_outcome)
 for _layer in ("silver", "gold"):
     LAYER_LAG.labels(_layer).set(0)
+
+DASHBOARD_PANELS = (
+    *(
+        Panel(
+            f"{layer.capitalize()} lag (seconds)",
+            "gamelake_layer_lag_seconds",
+            labels={"layer": layer},
+            note=f"seconds since the first bronze version {layer} has not read appeared",
+        )
+        for layer in ("silver", "gold")
+    ),
+    Panel(
+        "Seconds since the last good build",
+        "gamelake_refresh_last_success_timestamp_seconds",
+        Kind.SINCE,
+        note="grows while bronze is quiet too (no new version, no build); 0 before the first",
+    ),
+    Panel(
+        "Good builds per minute",
+        "gamelake_refresh_builds_total",
+        Kind.RATE,
+        labels={"outcome": "ok"},
+        scale=60,
+    ),
+    Panel(
+        "Failed builds per minute",
+        "gamelake_refresh_builds_total",
+        Kind.RATE,
+        labels={"outcome": "failed"},
+        scale=60,
+        note="anything above 0: read dbt's output in the refresh log",
+    ),
+)
 
 
 @dataclass
@@ -172,6 +206,7 @@ def _health() -> dict[str, object]:
 
 def _refresh(args: argparse.Namespace) -> int:
     from ingest.core import metrics
+    from ingest.core.dashboard_page import render_page
     from ingest.core.spark import local_session, spark_settings
 
     configure_logging(logging.INFO, args.log_format or "auto")
@@ -185,17 +220,26 @@ def _refresh(args: argparse.Namespace) -> int:
     if not args.continuous:
         return 0 if build_once(spark, watch) is not None else 1
     server = None
+    history = MetricHistory(REGISTRY, DASHBOARD_PANELS)
     if args.metrics_port:
         try:
-            server = metrics.serve("127.0.0.1", args.metrics_port, _health, REGISTRY)
+            server = metrics.serve(
+                "127.0.0.1",
+                args.metrics_port,
+                _health,
+                REGISTRY,
+                dashboard=lambda: render_page("gamelake refresh", history.series(), _health()),
+            )
         except OSError as err:
             why = f"refresh metrics port {args.metrics_port} unavailable: {err.strerror}"
             raise ConfigError(f"{why}; choose another with --metrics-port") from None
+        history.start()
     try:
         return run_continuously(spark, watch, args.min_interval)
     finally:
         if server is not None:
             server.shutdown()
+            history.stop()
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
