@@ -20,7 +20,8 @@
 {%- endmacro %}
 
 {% macro _gamelake_latest_build_partitions(relation) %}
-    {%- if not execute -%}
+    {#- not built yet (a first build, or `dbt docs generate` before any): nothing to narrow -#}
+    {%- if not execute or not gamelake_relation_exists(relation) -%}
         {{ return('true') }}
     {%- endif -%}
     {#- the latest insert is among the last few commits (the mark's property change follows it) -#}
