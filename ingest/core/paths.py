@@ -10,3 +10,8 @@ CACHE_DIR = PROJECT_DIR / ".cache"
 JVM_DIR = CACHE_DIR / "jvm"
 STACK_DIR = Path(os.environ.get("GAMELAKE_STACK_DIR", PROJECT_DIR / ".stack"))
 WAREHOUSE_DIR = Path(os.environ.get("GAMELAKE_WAREHOUSE_DIR", PROJECT_DIR / "warehouse"))
+
+
+def spark_warehouse(warehouse: Path) -> Path:
+    """Spark's spark.sql.warehouse.dir under a lakehouse root: where dbt keeps silver and gold."""
+    return warehouse / "spark"

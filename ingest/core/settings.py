@@ -24,7 +24,7 @@ from pydantic_settings import (
 
 from ingest.core.endpoints import Endpoints
 from ingest.core.errors import ConfigError
-from ingest.core.paths import WAREHOUSE_DIR
+from ingest.core.paths import WAREHOUSE_DIR, spark_warehouse
 from ingest.core.settings_errors import SETTINGS_FAILURES, SettingsInputs
 
 ENV_PREFIX = "GAMELAKE_INGEST_"
@@ -105,6 +105,11 @@ class IngestSettings(BaseSettings):
     warehouse_dir: Path = Field(
         WAREHOUSE_DIR, description="Root of the lakehouse; tables live under bronze/."
     )
+    dbt_warehouse_dir: Path | None = Field(
+        None,
+        description="Where dbt's Spark keeps silver and gold (spark.sql.warehouse.dir): "
+        "<dir>/silver.db/silver_<game>, <dir>/gold.db/gold_<game>_...; default <warehouse_dir>/spark.",
+    )
     app_id: str = Field(
         "gamelake-ingest",
         description="Delta app-transaction prefix holding the offsets; "
@@ -144,6 +149,35 @@ class IngestSettings(BaseSettings):
     )
     caught_up_timeout_s: float = Field(
         120.0, gt=0, description="--until-caught-up gives up if no partition is assigned within this time."
+    )
+
+    # `ingest status`: a value at or past a threshold is a warning (exit 1) or critical (exit 2)
+    status_lag_warn_records: int = Field(
+        100_000, ge=1, description="`ingest status` warns when the consumer lag reaches this many records."
+    )
+    status_freshness_warn_s: float = Field(
+        900.0,
+        gt=0,
+        description="`ingest status` warns when a layer trails the one before it by this many seconds "
+        "(bronze behind Kafka, silver behind bronze, gold behind silver).",
+    )
+    status_freshness_crit_s: float = Field(
+        3600.0,
+        gt=0,
+        description="`ingest status` calls a layer critical when it trails the one before it by this many "
+        "seconds.",
+    )
+    status_dead_letters_warn_per_hour: int = Field(
+        1,
+        ge=1,
+        description="`ingest status` warns when one stage dead-lettered this many records in the last hour.",
+    )
+    status_quarantine_warn_ratio: float = Field(
+        0.01,
+        ge=0,
+        le=1,
+        description="`ingest status` warns when this share of a game's rows is in silver_quarantine "
+        "(quarantined / (silver + quarantined)).",
     )
 
     @classmethod
@@ -200,6 +234,8 @@ class IngestSettings(BaseSettings):
             raise ValueError("set registry basic auth or a bearer token, not both")
         if self.max_poll_interval_ms < self.session_timeout_ms:
             raise ValueError("max_poll_interval_ms must be >= session_timeout_ms")
+        if self.status_freshness_crit_s < self.status_freshness_warn_s:
+            raise ValueError("status_freshness_crit_s must be >= status_freshness_warn_s")
         self._one_source_per_property()
         return self
 
@@ -226,6 +262,14 @@ class IngestSettings(BaseSettings):
     @property
     def event_log_path(self) -> Path:
         return self.warehouse_dir / "bronze" / "ingest_event_log"
+
+    @property
+    def dbt_tables_dir(self) -> Path:
+        return self.dbt_warehouse_dir or spark_warehouse(self.warehouse_dir)
+
+    def dbt_table_path(self, schema: str, table: str) -> Path:
+        """A silver or gold table's directory: Spark keeps schema ``s`` in ``<dir>/s.db``."""
+        return self.dbt_tables_dir / f"{schema}.db" / table
 
 
 _CONFIG_FILE: dict[str, Path] = {}

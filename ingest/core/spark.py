@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingest.core.jvm import delta_jars
-from ingest.core.paths import WAREHOUSE_DIR
+from ingest.core.paths import WAREHOUSE_DIR, spark_warehouse
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,7 +36,7 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR) -> dict[str, str]:
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.catalogImplementation": "hive",
-        "spark.sql.warehouse.dir": str(warehouse / "spark"),
+        "spark.sql.warehouse.dir": str(spark_warehouse(warehouse)),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
         "spark.driver.memory": SPARK_DRIVER_MEMORY,
