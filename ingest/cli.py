@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     from ingest.dev.producer import cli as produce_cli
     from ingest.games import command as games_command
     from ingest.landing import run_command
-    from ingest.ops import dbt_build, dead_letter_commands, refresh, status
+    from ingest.ops import dbt_build, dead_letter_commands, refresh
+    from ingest.ops.status import command as status
 
     parser = CommandParser(
         prog="ingest",

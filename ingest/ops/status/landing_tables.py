@@ -1,0 +1,55 @@
+"""The ingest's own tables: bronze and how far it trails Kafka, recent dead letters, the event log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from deltalake import DeltaTable
+
+from ingest.core.settings import IngestSettings
+from ingest.landing.bronze_columns import TIMESTAMP
+from ingest.ops.status.tables import describe, open_table
+
+HOUR_S = 3_600
+
+
+def bronze_freshness(partitions: list[dict[str, Any]]) -> float | None:
+    """Age of the oldest message Kafka holds that bronze has not; 0 with no lag, None if unknown."""
+    if not any(p["lag"] for p in partitions):
+        return 0.0
+    ages = [p["unlanded_age_s"] for p in partitions if p["lag"] and p["unlanded_age_s"] is not None]
+    return max(ages) if ages else None
+
+
+def dead_letters_last_hour(table: DeltaTable | None, now: float) -> dict[str, int]:
+    """Dead letters per stage written in the hour before ``now``."""
+    if table is None:
+        return {}
+    since = pa.scalar(int((now - HOUR_S) * 1_000_000), TIMESTAMP)
+    recent = table.to_pyarrow_dataset().to_table(
+        columns=["stage"], filter=ds.field("dead_lettered_at") >= since
+    )
+    return {c["values"]: c["counts"] for c in pc.value_counts(recent.column("stage")).to_pylist()}
+
+
+def landing_tables(
+    settings: IngestSettings, bronze: DeltaTable | None, partitions: list[dict[str, Any]], now: float
+) -> dict[str, dict[str, Any]]:
+    """bronze (with its freshness behind Kafka), dead_letters (with the last hour by stage), event_log."""
+    bronze_lag = bronze_freshness(partitions)
+    dead_letters = open_table(settings.dead_letters_path)
+    return {
+        "bronze": {
+            **describe(settings.bronze_path, bronze),
+            "freshness_s": None if bronze_lag is None else round(bronze_lag, 1),
+            "freshness_exact": bronze_lag is not None,
+        },
+        "dead_letters": {
+            **describe(settings.dead_letters_path, dead_letters),
+            "last_hour_by_stage": dead_letters_last_hour(dead_letters, now),
+        },
+        "event_log": describe(settings.event_log_path, open_table(settings.event_log_path)),
+    }

@@ -1,0 +1,139 @@
+"""Silver and gold per game and the quarantine, from their Delta logs: rows, marks and freshness.
+
+Silver's mark is its table property gamelake.bronze_version, the bronze version it has read up
+to (macros/medallion/bronze_marks.sql); silver_quarantine keeps one too. Gold's mark is the
+largest silver_version in its rows (macros/medallion/silver_changes.sql); a game's gold is as
+far behind as the slower of its two tables. Each trails the layer before it by the age of the
+first commit after its mark that added rows (delta_commits.py). Paused games are listed too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from ingest.core.settings import IngestSettings
+from ingest.games.seed import Game
+from ingest.ops.status.delta_commits import History, Trail, read_history
+from ingest.ops.status.tables import describe, last_commit_s, open_table
+from ingest.ops.status.time_text import iso_utc
+
+BRONZE_MARK = "gamelake.bronze_version"
+QUARANTINE = "silver_quarantine"
+GOLD_TABLES = ("player_agg", "daily_active")
+NO_GAME = "(none)"  # a quarantined row without a game_slug
+
+Readers = dict[str, DeltaTable | None]  # silver table name -> the table, None when not built
+
+
+def bronze_mark(table: DeltaTable) -> int | None:
+    value = table.metadata().configuration.get(BRONZE_MARK)
+    return None if value is None else int(value)
+
+
+def silver_version_mark(table: DeltaTable) -> int | None:
+    if "silver_version" not in table.schema().to_arrow().names:
+        return None  # built before gold kept its mark
+    column = table.to_pyarrow_dataset().to_table(columns=["silver_version"]).column(0)
+    return pc.max(column).as_py()
+
+
+def _slowest(marks: list[int | None]) -> int | None:
+    """The mark of the reader furthest behind; None (has read nothing) wins."""
+    return None if None in marks else min(m for m in marks if m is not None)
+
+
+def _with_trail(record: dict[str, Any], trail: Trail | None) -> dict[str, Any]:
+    # max: a writer's clock a little ahead of ours is no reason to print a negative age
+    record["freshness_s"] = None if trail is None else round(max(0.0, trail.seconds), 1)
+    record["freshness_exact"] = None if trail is None else trail.exact
+    return record
+
+
+def bronze_readers(settings: IngestSettings, games: list[Game]) -> Readers:
+    names = [f"silver_{game.slug}" for game in games] + [QUARANTINE]
+    return {name: open_table(settings.dbt_table_path("silver", name)) for name in names}
+
+
+def bronze_history(bronze: DeltaTable | None, readers: Readers) -> History | None:
+    """Bronze's commits after the slowest reader's mark: one read of the log serves every reader."""
+    marks = [bronze_mark(table) for table in readers.values() if table is not None]
+    return read_history(bronze, _slowest(marks)) if bronze is not None and marks else None
+
+
+def _reader(
+    settings: IngestSettings, name: str, table: DeltaTable | None, history: History | None, now: float
+) -> dict[str, Any]:
+    mark = bronze_mark(table) if table is not None else None
+    record = {**describe(settings.dbt_table_path("silver", name), table), "bronze_version": mark}
+    return _with_trail(record, history.trail(mark, now) if table is not None and history else None)
+
+
+def quarantine(
+    settings: IngestSettings, readers: Readers, history: History | None, now: float
+) -> dict[str, Any]:
+    """silver_quarantine as a bronze reader, plus its rows by game."""
+    table = readers[QUARANTINE]
+    record = _reader(settings, QUARANTINE, table, history, now)
+    by_game: dict[str, int] = {}
+    if table is not None and record["rows"]:
+        slugs = table.to_pyarrow_dataset().to_table(columns=["game_slug"]).column(0)
+        counts = pc.value_counts(slugs).to_pylist()
+        by_game = {c["values"] if c["values"] is not None else NO_GAME: c["counts"] for c in counts}
+    record["by_game"] = by_game
+    return record
+
+
+def silver(
+    settings: IngestSettings,
+    games: list[Game],
+    readers: Readers,
+    history: History | None,
+    quarantined: dict[str, int],
+    now: float,
+) -> dict[str, dict[str, Any]]:
+    """Silver per game: rows, mark, freshness behind bronze, and the share of its rows quarantined."""
+    out = {}
+    for game in games:
+        name = f"silver_{game.slug}"
+        record = _reader(settings, name, readers[name], history, now)
+        held = quarantined.get(game.slug, 0)
+        total = record["rows"] + held
+        ratio = held / total if total else 0.0
+        out[game.slug] = {
+            **record,
+            "active": game.is_active,
+            "quarantine_rows": held,
+            "quarantine_ratio": ratio,
+        }
+    return out
+
+
+def _gold_game(
+    settings: IngestSettings, game: Game, silver_table: DeltaTable | None, now: float
+) -> dict[str, Any]:
+    paths = {kind: settings.dbt_table_path("gold", f"gold_{game.slug}_{kind}") for kind in GOLD_TABLES}
+    tables = {kind: open_table(path) for kind, path in paths.items()}
+    built = [table for table in tables.values() if table is not None]
+    exists = len(built) == len(GOLD_TABLES)
+    mark = _slowest([silver_version_mark(table) for table in built]) if exists else None
+    trail = read_history(silver_table, mark).trail(mark, now) if exists and silver_table else None
+    record = {
+        "active": game.is_active,
+        "exists": exists,
+        "silver_version": mark,
+        "last_commit_at": iso_utc(max((last_commit_s(table) for table in built), default=None)),
+    }
+    return {
+        **_with_trail(record, trail),
+        **{kind: describe(paths[kind], tables[kind]) for kind in GOLD_TABLES},
+    }
+
+
+def gold(
+    settings: IngestSettings, games: list[Game], readers: Readers, now: float
+) -> dict[str, dict[str, Any]]:
+    """Gold per game: both tables, the slower one's mark and how far that trails silver."""
+    return {game.slug: _gold_game(settings, game, readers[f"silver_{game.slug}"], now) for game in games}
