@@ -8,11 +8,13 @@ The story: the ingest's Schema Registry goes away (a cut TCP forwarder) just as 
 writing with a schema version the service has not seen. Every batch needs that schema, so none
 lands, and the lag grows past the 100k records of GamelakeConsumerLagGrowing while
 GamelakeSchemaRegistryUnreachable fires too. When the registry is back, the backlog lands, both
-alerts clear, and every record is in bronze exactly once.
+alerts clear, and every record is in bronze exactly once. The service's own dashboard, opened in
+headless Chromium, shows the story too (.cache/screenshots/dashboard-ingest.png).
 """
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -33,13 +35,16 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from ingest.core.paths import PROJECT_DIR
 from ingest.dev.demo_schemas import load_version
 from ingest.dev.producer.publish import ensure_topic, register_versions
+from ingest.dev.screenshot import rendered_dom, screenshot
 from ingest.landing import wire_format
+from ingest.landing.run_command import DASHBOARD_PANELS
 from tests.integration.ingest_support import assert_exactly_once, service_env, start_service, wait_until
 from tests.integration.tcp_switch import TcpSwitch
 
 pytestmark = pytest.mark.integration
 
 RULES = PROJECT_DIR / "ops" / "prometheus" / "alerts.yml"
+SCREENSHOTS = PROJECT_DIR / ".cache" / "screenshots"  # kept for a look after the run
 # A minute of the rules lasts 3 s here. Not less: in an outage the service updates its lag
 # gauge between registry retries, a few seconds apart, and a window must hold two updates.
 SECONDS_PER_MINUTE = 3
@@ -145,6 +150,17 @@ def wait_for_alerts(prometheus: Prometheus, state: str, tick=lambda: None, timeo
     raise AssertionError(f"alerts not {state} after {timeout} s: {seen}")
 
 
+def _check_dashboard(ingest_port: int) -> None:
+    """The service's own page, in headless Chromium, after the outage: a plot per panel, saved."""
+    url = f"http://127.0.0.1:{ingest_port}/dashboard"
+    dom = rendered_dom(url, size=(1400, 1000))
+    assert dom.count("<svg") == len(DASHBOARD_PANELS)
+    assert all(html.escape(panel.title) in dom for panel in DASHBOARD_PANELS)
+    assert "no data yet" not in dom, "a panel stayed empty through the outage"
+    shot = screenshot(url, SCREENSHOTS / "dashboard-ingest.png", size=(1400, 1000))
+    assert shot.stat().st_size > 20_000
+
+
 def _frames(schema_id: int, count: int, start: int) -> Iterator[bytes]:
     message = load_version(2).message_class
     for n in range(start, start + count):
@@ -212,6 +228,8 @@ def test_lag_and_registry_alerts_fire_in_prometheus_and_clear_on_recovery(
             120,
             "the backlog landed",
         )
+        time.sleep(6)  # one more dashboard sample (every 5 s) after the backlog
+        _check_dashboard(ingest_port)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     finally:
