@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -13,9 +14,9 @@ from tests.integration.ingest_support import service_env
 pytestmark = pytest.mark.integration
 
 
-def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run(env: dict[str, str], *command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "run", "--until-caught-up"],
+        [sys.executable, "-m", "ingest.cli", *(command or ("run", "--until-caught-up"))],
         env={**env, "GAMELAKE_INGEST_SASL_PASSWORD": "s3cret-pw"},
         cwd=PROJECT_DIR,
         capture_output=True,
@@ -27,7 +28,7 @@ def _run(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ({"GAMELAKE_INGEST_BOOTSTRAP_SERVERS": "localhost:1"}, "did not answer within 15 s"),
+        ({"GAMELAKE_INGEST_BOOTSTRAP_SERVERS": "localhost:1"}, "did not answer within 8 s"),
         ({"GAMELAKE_INGEST_REGISTRY_URL": "http://localhost:8081/not-a-registry"}, "does not answer like a"),
         ({"GAMELAKE_INGEST_REGISTRY_URL": "http://localhost:1"}, "is not reachable"),
         ({"GAMELAKE_INGEST_WAREHOUSE_DIR": "/proc/gamelake"}, "cannot use /proc/gamelake"),
@@ -40,7 +41,21 @@ def test_bad_configuration_is_a_clear_error(stack, fresh_topic, tmp_path, overri
     from ingest.dev.producer.publish import ensure_topic
 
     ensure_topic(stack.endpoints(fresh_topic), 1)
+    started = time.monotonic()
     result = _run({**service_env(stack, fresh_topic, tmp_path), **override})
+    took = time.monotonic() - started
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert "s3cret-pw" not in result.stderr + result.stdout
+    assert len(result.stderr.splitlines()) <= 3 and took < 10, (took, result.stderr[-2000:])
+
+
+def test_status_with_kafka_unreachable_is_one_line_within_10_s(stack, fresh_topic, tmp_path):
+    env = {**service_env(stack, fresh_topic, tmp_path), "GAMELAKE_INGEST_BOOTSTRAP_SERVERS": "localhost:1"}
+    started = time.monotonic()
+    result = _run(env, "status")
+    took = time.monotonic() - started
+    assert result.returncode == 2 and took < 10, took
+    [line] = result.stderr.splitlines()
+    assert line.startswith("ingest status: error: Kafka at localhost:1 did not answer within 8 s")
+    assert line.endswith("check bootstrap_servers and the security settings")

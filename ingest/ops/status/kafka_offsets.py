@@ -17,8 +17,8 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from deltalake import DeltaTable
 
 from ingest.core.errors import ConfigError
-from ingest.core.kafka_config import consumer_config
 from ingest.core.settings import IngestSettings
+from ingest.landing.kafka_consumer import KafkaErrors, open_consumer
 from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.ops.status.time_text import iso_utc
 
@@ -65,16 +65,16 @@ def _oldest_unlanded_ms(consumer: Consumer, rows: list[dict[str, Any]]) -> dict[
 
 def _list_partitions(consumer: Consumer, settings: IngestSettings) -> list[tuple[str, int]]:
     metadata = consumer.list_topics(timeout=10)
-    for topic in settings.topics:
-        if topic not in metadata.topics:
-            raise ConfigError(f"topic {topic} does not exist on {settings.bootstrap_servers}")
     return [(t, p) for t in settings.topics for p in sorted(metadata.topics[t].partitions)]
 
 
 def partitions(settings: IngestSettings, bronze: DeltaTable | None, now: float) -> list[dict[str, Any]]:
     """Every partition of the topics, with ``oldest_unlanded_at`` and its age at ``now``."""
-    config = {**consumer_config(settings), "group.id": f"{settings.group_id}-status-{uuid.uuid4().hex}"}
-    consumer = Consumer({**config, "queued.min.messages": 1})  # one message is all a peek reads
+    # a group of its own, never the service's; one message is all a peek reads. Opened as the
+    # service opens its consumer: an unreachable or refusing cluster is one line, librdkafka's
+    # own log goes through logging.
+    own = {"group.id": f"{settings.group_id}-status-{uuid.uuid4().hex}", "queued.min.messages": 1}
+    consumer = open_consumer(settings, KafkaErrors(), {**own, "enable.auto.commit": False})
     try:
         rows = [_partition(consumer, settings, bronze, t, p) for t, p in _list_partitions(consumer, settings)]
         oldest = _oldest_unlanded_ms(consumer, rows)
