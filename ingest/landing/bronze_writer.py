@@ -75,7 +75,10 @@ def ensure_table(
         if not os.access(path, os.W_OK):
             raise PermissionError(f"{path} is not writable")
     except OSError as err:
-        raise ConfigError(f"cannot use {path} for the {name} table: {err.strerror or err}") from None
+        raise ConfigError(
+            f"cannot use {path} for the {name} table: {err.strerror or err}; check warehouse_dir "
+            "(GAMELAKE_INGEST_WAREHOUSE_DIR): a directory this user can create and write"
+        ) from None
     if DeltaTable.is_deltatable(str(path)):
         return _with_properties(DeltaTable(str(path)), configuration or {})
     try:

@@ -75,7 +75,10 @@ def open_consumer(
     missing = [t for t in settings.topics if t not in topics]
     if missing:
         consumer.close()
-        raise ConfigError(f"topic(s) {missing} do not exist on {settings.bootstrap_servers}")
+        raise ConfigError(
+            f"topic(s) {missing} do not exist on {settings.bootstrap_servers}: check topics "
+            "(GAMELAKE_INGEST_TOPICS, --topic) for a typo, or create the topic"
+        )
     return consumer
 
 

@@ -98,7 +98,8 @@ class RegistryClient:
             response = self._session.get(f"{self._url}/subjects", timeout=self._timeout)
         except requests.RequestException as err:
             raise ConfigError(
-                f"Schema Registry at {self._url} is not reachable: {type(err).__name__}"
+                f"Schema Registry at {self._url} is not reachable: {type(err).__name__}; check "
+                "registry_url (GAMELAKE_INGEST_REGISTRY_URL) and that the registry runs"
             ) from None
         self._raise_for_auth(response)
         if not response.ok or not isinstance(_json(response), list):

@@ -534,6 +534,12 @@ class _FakeConsumer:
         pass
 
 
+def _open_fake(settings, errors, extra) -> _FakeConsumer:
+    assert extra["group.id"].startswith(f"{settings.group_id}-status-")  # never the service's group
+    assert extra["enable.auto.commit"] is False
+    return _FakeConsumer(extra)
+
+
 def test_partitions_read_the_landed_offset_from_bronze_and_peek_the_oldest_unlanded_message(
     settings, monkeypatch
 ):
@@ -543,7 +549,7 @@ def test_partitions_read_the_landed_offset_from_bronze_and_peek_the_oldest_unlan
     _bronze(settings)  # events[0] landed to offset 6
     writer = BronzeWriter(settings.bronze_path, settings.app_id)
     writer.commit(writer.write_files(_rows([6])), {TopicPartition("events", 1): Landing(None, 6)}, {})
-    monkeypatch.setattr(kafka_offsets, "Consumer", _FakeConsumer)
+    monkeypatch.setattr(kafka_offsets, "open_consumer", _open_fake)
     rows = kafka_offsets.partitions(settings, DeltaTable(str(settings.bronze_path)), NOW)
     assert [(r["partition"], r["landed_offset"], r["next_offset"], r["lag"]) for r in rows] == [
         (0, 6, 7, 0),
@@ -560,7 +566,7 @@ def test_partitions_read_the_landed_offset_from_bronze_and_peek_the_oldest_unlan
 def test_collect_reads_the_seed_and_reports_a_closed_registry_as_critical(settings, monkeypatch):
     from ingest.ops.status import command, kafka_offsets
 
-    monkeypatch.setattr(kafka_offsets, "Consumer", _FakeConsumer)
+    monkeypatch.setattr(kafka_offsets, "open_consumer", _open_fake)
     monkeypatch.setattr(kafka_offsets, "PEEK_TIMEOUT_S", 0.2)  # events[0] never answers the peek
     closed = settings.model_copy(update={"registry_url": "http://127.0.0.1:1", "registry_timeout_s": 2.0})
     report = command.collect(closed, now=NOW)
