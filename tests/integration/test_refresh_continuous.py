@@ -7,6 +7,7 @@ its own Spark: the two never share a JVM or a metastore.
 
 from __future__ import annotations
 
+import html
 import os
 import random
 import re
@@ -22,7 +23,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from ingest.core.paths import PROJECT_DIR
+from ingest.dev.screenshot import rendered_dom, screenshot
 from ingest.landing.bronze_writer import CHANGE_DATA_FEED, ensure_table
+from ingest.ops.refresh import DASHBOARD_PANELS
 from tests.integration import dbt_support as support
 from tests.integration.ingest_support import wait_until
 
@@ -130,6 +133,12 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
         builds = _metric("gamelake_refresh_builds_total")
         assert builds['gamelake_refresh_builds_total{outcome="failed"}'] == 0
         assert builds['gamelake_refresh_builds_total{outcome="ok"}'] >= 2
+        # the refresh's own dashboard, in headless Chromium: a plot per panel, saved for a look
+        dashboard = f"http://127.0.0.1:{METRICS_PORT}/dashboard"
+        dom = rendered_dom(dashboard)
+        assert dom.count("<svg") == len(DASHBOARD_PANELS)
+        assert all(html.escape(panel.title) in dom for panel in DASHBOARD_PANELS)
+        screenshot(dashboard, PROJECT_DIR / ".cache" / "screenshots" / "dashboard-refresh.png")
     finally:
         refresh.send_signal(signal.SIGTERM)
         code = refresh.wait(240)
