@@ -3,8 +3,8 @@
     Delta's optimistic concurrency lets only one of two racing MERGEs commit, and the loser's
     build stops before any model runs. on-run-end releases it. A lock older than
     gamelake_build_lock_minutes is taken as left by a crashed build. -#}
-{% macro gamelake_acquire_build_lock() %}
-    {%- if not _gamelake_lock_applies() -%}
+{% macro gamelake_acquire_build_lock(for_operation=false) %}
+    {%- if not (for_operation or _gamelake_lock_applies()) -%}
         {{ return('') }}
     {%- endif -%}
     {%- set lock = _gamelake_lock_table() -%}
@@ -27,8 +27,8 @@
     {{ return('') }}
 {% endmacro %}
 
-{% macro gamelake_release_build_lock(force=false) %}
-    {%- if not (force or _gamelake_lock_applies()) -%}
+{% macro gamelake_release_build_lock(force=false, for_operation=false) %}
+    {%- if not (force or for_operation or _gamelake_lock_applies()) -%}
         {{ return('') }}
     {%- endif -%}
     {%- set lock = _gamelake_lock_table() -%}
@@ -46,7 +46,7 @@
     {{ return(generate_schema_name('silver', none) ~ '.gamelake_build_lock') }}
 {% endmacro %}
 
-{#- Only commands that write models take the lock. -#}
+{#- Only commands that write models take the lock (and operations that write, by for_operation). -#}
 {% macro _gamelake_lock_applies() %}
     {{ return(execute and flags.WHICH in ('run', 'build')) }}
 {% endmacro %}

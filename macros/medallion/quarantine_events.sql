@@ -71,7 +71,10 @@ new_rejects as (
 final as (
     select
         new_rejects.*,
-        current_timestamp() as quarantined_at
+        current_timestamp() as quarantined_at,
+        -- set by gamelake_readmit_quarantine when the row passes after a rule or seed change
+        cast(null as timestamp) as readmitted_at,
+        cast(null as string) as readmitted_to
     from new_rejects
 )
 
