@@ -27,16 +27,21 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 GAMES = ["space_raiders", "puzzle_pop"]
 
 
-def _status(env: dict[str, str], *flags: str) -> tuple[int, dict, float]:
-    started = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "status", "--json", *flags],
+def _cli(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``ingest <args>`` in the test's project copy (GAMELAKE_HOME)."""
+    return subprocess.run(
+        [sys.executable, "-m", "ingest.cli", *args],
         env=env,
         cwd=env["GAMELAKE_HOME"],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
     )
+
+
+def _status(env: dict[str, str], *flags: str) -> tuple[int, dict, float]:
+    started = time.monotonic()
+    out = _cli(env, "status", "--json", *flags)
     took = time.monotonic() - started
     assert out.stdout, out.stderr[-3000:]
     return out.returncode, json.loads(out.stdout), took
@@ -74,14 +79,7 @@ def test_status_follows_every_layer_and_names_what_is_wrong(stack, fresh_topic, 
     assert report["tables"]["bronze"]["rows"] == 3000 and report["kafka"]["lag"] == 0
     assert report["registry"]["reachable"] is True
 
-    refresh = subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "refresh"],
-        env=env,
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    refresh = _cli(env, "refresh", timeout=900)
     assert refresh.returncode == 0, refresh.stdout[-3000:] + refresh.stderr[-3000:]
 
     # built: healthy, every layer caught up, and the counts add up
@@ -114,12 +112,5 @@ def test_status_follows_every_layer_and_names_what_is_wrong(stack, fresh_topic, 
     assert code == 2 and report["level"] == "critical"
     assert "offset_ahead_of_end" in _codes(report)
     assert all(p["ahead_of_end"] for p in report["partitions"] if p["landed_offset"] is not None)
-    text = subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "status"],
-        env=env,
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    text = _cli(env, "status")
     assert text.returncode == 2 and "offset" in text.stdout and "space_raiders" in text.stdout
