@@ -12,11 +12,13 @@ SPARK_STAMP := $(VENV)/.gamelake-spark-defaults
 PYTEST_ARGS ?=
 SOAK_MINUTES ?= 120
 SOAK_RATE ?= 10000
+FRESH_MINUTES ?= 10
+FRESH_RATE ?= 20000
 
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-incremental bench-writer docs docs-serve lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer docs docs-serve lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -93,6 +95,12 @@ bench-soak: setup ## Producer + ingest for SOAK_MINUTES (120) at SOAK_RATE (1000
 
 audit: setup ## The whole-table audit: bronze keys unique, gold equal to a recompute from silver
 	$(BIN)/dbt build --select tag:audit
+
+bench-freshness: stack-up ## Continuous mode: producer + ingest + refresh, produce->gold per layer (bench/results/freshness.md)
+	$(BIN)/python -m bench.freshness --minutes $(FRESH_MINUTES) --rate $(FRESH_RATE)
+
+bench-throughput: setup ## Silver rows/s on a 1,000,000-event batch: dbt against hand-written Spark SQL
+	$(BIN)/python -m bench.silver_throughput
 
 bench-incremental: setup ## Incremental dbt build cost vs history and games (bench/results/incremental.md)
 	bench/incremental.sh

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -43,6 +43,11 @@ VERSIONS = [1, 2, 3]
 
 def _payload_pool(endpoints: Endpoints, size: int = 3000) -> list[tuple[bytes, bytes]]:
     """Distinct serialized events (key, framed value), cycled by the producer."""
+    return [(key, value) for key, value, _ in _event_pool(endpoints, size)]
+
+
+def _event_pool(endpoints: Endpoints, size: int = 3000) -> list[tuple[bytes, bytes, bytes]]:
+    """Distinct serialized events: (key, framed value, the event_id inside the value)."""
     from confluent_kafka.serialization import MessageField, SerializationContext
 
     serializers = register_versions(endpoints, VERSIONS)
@@ -54,11 +59,18 @@ def _payload_pool(endpoints: Endpoints, size: int = 3000) -> list[tuple[bytes, b
         version = load_version(event.version)
         value = serializers[event.version](version.message_class(**event.fields(version.field_names)), ctx)
         assert value is not None and schema_id_of(value) > 0
-        pool.append((event.gamer_id.encode(), value))
+        pool.append((event.gamer_id.encode(), value, event.event_id.encode()))
     return pool
 
 
-def _produce(endpoints: Endpoints, pool: list[tuple[bytes, bytes]], count: int, rate: float | None) -> None:
+def _cycled(pool: Sequence[tuple[bytes, bytes]]) -> Callable[[int], tuple[bytes, bytes]]:
+    return lambda i: pool[i % len(pool)]
+
+
+def _produce(
+    endpoints: Endpoints, payload: Callable[[int], tuple[bytes, bytes]], count: int, rate: float | None
+) -> None:
+    """``count`` messages, the i-th being ``payload(i)`` (key, value), at ``rate`` per second."""
     producer = Producer(
         {
             "bootstrap.servers": endpoints.bootstrap_servers,
@@ -70,7 +82,7 @@ def _produce(endpoints: Endpoints, pool: list[tuple[bytes, bytes]], count: int, 
     )
     started = time.monotonic()
     for i in range(count):
-        key, value = pool[i % len(pool)]
+        key, value = payload(i)
         while True:
             try:
                 producer.produce(endpoints.topic, value=value, key=key)
@@ -122,7 +134,7 @@ def _event_log(warehouse: Path) -> pa.Table:
 
 def throughput(endpoints: Endpoints, events: int, instances: int, flush_rows: int) -> dict[str, object]:
     ensure_topic(endpoints, 6)
-    _produce(endpoints, _payload_pool(endpoints), events, rate=None)
+    _produce(endpoints, _cycled(_payload_pool(endpoints)), events, rate=None)
     warehouse = Path(tempfile.mkdtemp(prefix="gamelake-bench-"))
     env = _env(endpoints, warehouse, flush_rows=flush_rows, flush_interval_s=5, compact_every_commits=0)
     load_before = _load()
@@ -175,7 +187,7 @@ def freshness(
     load_before = _load()
     proc = _service(env)
     time.sleep(4)  # assignment
-    _produce(endpoints, pool, int(rate * seconds), rate=rate)
+    _produce(endpoints, _cycled(pool), int(rate * seconds), rate=rate)
     time.sleep(3 * flush_interval_s + 2)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0

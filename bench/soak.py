@@ -33,7 +33,7 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from deltalake import DeltaTable
 
-from bench.run import _env, _load, _payload_pool, _produce
+from bench.run import _cycled, _env, _load, _payload_pool, _produce
 from ingest.core.endpoints import Endpoints
 from ingest.core.paths import PROJECT_DIR
 from ingest.dev.producer.publish import ensure_topic
@@ -155,7 +155,9 @@ def soak(
         service = subprocess.Popen(
             [sys.executable, "-m", "ingest.cli", "run"], env=env, cwd=PROJECT_DIR, stdout=log, stderr=log
         )
-    producer = threading.Thread(target=_produce, args=(endpoints, pool, int(rate * minutes * 60), rate))
+    producer = threading.Thread(
+        target=_produce, args=(endpoints, _cycled(pool), int(rate * minutes * 60), rate)
+    )
     load_before, started = _load(), time.monotonic()
     producer.start()
     samples: list[dict[str, float]] = []
