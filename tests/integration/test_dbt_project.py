@@ -9,6 +9,7 @@ computed in Python from the bronze rows this module wrote (tests/integration/dbt
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -508,11 +509,14 @@ def test_a_second_build_waits_for_the_lock(lake: Lake, writer: support.BronzeWri
     assert not audit_tests & {r.node.name for r in built.result.results}
     audit = lake.dbt("build", "--select", "tag:audit")
     assert audit_tests <= {r.node.name for r in audit.result.results}
-    # a per-game silver test reads the partitions the latest build loaded, not all of silver
-    compiled = next(
-        (lake.project / "target" / "run").rglob(f"unique_silver_{ACTIVE}_event_id.sql")
-    ).read_text()
-    assert f"from silver.silver_{ACTIVE} where event_date in (date '" in compiled, compiled
+    # the all-games silver check reads the partitions each game's latest build loaded, not history
+    compiled = _compiled_test(lake, "assert_silver_new_rows_valid")
+    assert re.search(rf"from silver.silver_{ACTIVE}\s+where event_date in \(date '", compiled), compiled
+    assert not any("unique_silver_" in r.node.name for r in built.result.results), "per-game tests are back"
+
+
+def _compiled_test(lake: Lake, name: str) -> str:
+    return next((lake.project / "target" / "compiled").rglob(f"{name}.sql")).read_text()
 
 
 # Last in the module: it changes what silver holds beyond what lake.rows predicts.
@@ -568,3 +572,33 @@ def test_quarantined_rows_are_readmitted_once_after_a_rule_is_relaxed(
     )
     assert not refused.success
     assert any(f"game '{INACTIVE}' is not an active game of seeds/games.csv" in line for line in said)
+
+
+# After the last build of the module: it writes bad rows straight into silver and gold.
+def test_the_all_games_checks_name_the_game_and_the_broken_rule(lake: Lake) -> None:
+    from pyspark.sql import functions as F
+
+    original = lake.spark.table(f"silver.silver_{ACTIVE}").limit(1).cache()
+    duplicate_id = original.first()["event_id"]
+    no_gamer = original.withColumn("event_id", F.lit("no-gamer")).withColumn("gamer_id", F.lit(None))
+    odd_type = original.withColumn("event_id", F.lit("odd-type")).withColumn("event_type", F.lit("teleport"))
+    original.unionByName(no_gamer).unionByName(odd_type).write.insertInto(f"silver.silver_{ACTIVE}")
+    gold = lake.spark.table(f"gold.gold_{ACTIVE}_player_agg").limit(1).cache()
+    duplicate_gamer = gold.first()["gamer_id"]
+    gold.write.insertInto(f"gold.gold_{ACTIVE}_player_agg")
+
+    for test, expected in (
+        (
+            "assert_silver_new_rows_valid",
+            {
+                (ACTIVE, "event_id is unique", duplicate_id),
+                (ACTIVE, "gamer_id is not null", "no-gamer"),
+                (ACTIVE, "event_type is a known event type", "odd-type"),
+            },
+        ),
+        ("assert_gold_rows_valid", {(ACTIVE, "player_agg key is unique", duplicate_gamer)}),
+    ):
+        failed = lake.dbt("test", "--select", test, expect_success=False)
+        assert not failed.success, f"{test} passed on bad rows"
+        rows = lake.spark.sql(_compiled_test(lake, test)).collect()
+        assert {(r["model_game"], r["failed_check"], r["failed_value"]) for r in rows} == expected

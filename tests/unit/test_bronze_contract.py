@@ -91,7 +91,7 @@ def test_one_change_to_the_contract_reaches_every_file_that_states_it(scratch: t
     assert not sync(project, check=True, contract_path=contract).changed
 
 
-def test_an_event_type_added_to_the_contract_reaches_the_macro_and_every_accepted_values(
+def test_an_event_type_added_to_the_contract_reaches_the_macro_that_every_check_reads(
     scratch: tuple[Path, Path],
 ) -> None:
     project, contract = scratch
@@ -100,10 +100,12 @@ def test_an_event_type_added_to_the_contract_reaches_the_macro_and_every_accepte
     sync(project, contract_path=contract)
 
     assert "'achievement',\n        'trade',\n    ]" in (project / CONTRACT_MACROS).read_text()
+    # the all-games silver check and the known_event_type rule read the macro, not a copy
+    checks = (project / "macros" / "games" / "new_rows_checks.sql").read_text()
+    rules = (project / "macros" / "medallion" / "gamelake_expectations.sql").read_text()
+    assert "gamelake_event_types()" in checks and "gamelake_event_types()" in rules
     for model in _yml(project / SILVER_YML)["models"]:
-        (event_type,) = [c for c in model["columns"] if c["name"] == "event_type"]
-        values = event_type["data_tests"][0]["accepted_values"]["arguments"]["values"]
-        assert values[-2:] == ["achievement", "trade"]
+        assert not [c for c in model["columns"] if c.get("data_tests")], "a per-game copy of a check"
 
 
 INVALID = [
