@@ -11,9 +11,8 @@
     gamer_id and daily_active's event_date unique and not null, game_slug in the seed. -#}
 {% macro silver_new_rows_failures() %}
 with
-{%- for game_slug in gamelake_games() %}
-{{- assert_game_slug(game_slug) }}
-new_rows_{{ game_slug }} as (
+{% for game_slug in gamelake_games() -%}
+{{ assert_game_slug(game_slug) }}new_rows_{{ game_slug }} as (
     select
         '{{ game_slug }}' as model_game,
         event_id,
@@ -23,8 +22,8 @@ new_rows_{{ game_slug }} as (
     from {{ ref('silver_' ~ game_slug) }}
     where {{ _gamelake_latest_build_partitions(ref('silver_' ~ game_slug)) }}
 ),
-{%- endfor %}
 
+{% endfor -%}
 new_rows as (
     {%- for game_slug in gamelake_games() %}
     select * from new_rows_{{ game_slug }}
@@ -71,9 +70,8 @@ select * from failures
 
 {% macro gold_rows_failures() %}
 with
-{%- for game_slug in gamelake_games() %}
-keys_{{ game_slug }} as (
-    {{- assert_game_slug(game_slug) }}
+{% for game_slug in gamelake_games() -%}
+{{ assert_game_slug(game_slug) }}keys_{{ game_slug }} as (
     select
         '{{ game_slug }}' as model_game,
         'player_agg' as gold_table,
@@ -88,8 +86,8 @@ keys_{{ game_slug }} as (
         game_slug
     from {{ ref('gold_' ~ game_slug ~ '_daily_active') }}
 ),
-{%- endfor %}
 
+{% endfor -%}
 gold_keys as (
     {%- for game_slug in gamelake_games() %}
     select * from keys_{{ game_slug }}
