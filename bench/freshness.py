@@ -252,7 +252,28 @@ def _caught_up(warehouse: Path, produced: int, built: bool = True) -> Callable[[
     return done
 
 
-def measure(minutes: float, rate: float, min_interval: float, workdir: Path) -> dict[str, Any]:
+_BUILD_LINE = re.compile(r"refresh: build ok in (\S+) s, bronze version \d+, (\d+) new bronze rows")
+
+
+def _builds(log: Path) -> dict[str, Any]:
+    """Seconds and new bronze rows of the builds after the first (which reads the warm-up)."""
+    found = [(float(s), int(n)) for s, n in _BUILD_LINE.findall(log.read_text())][1:]
+    if not found:
+        return {}
+    seconds = sorted(s for s, _ in found)
+    rows = sorted(n for _, n in found)
+    return {
+        "builds": len(found),
+        "build_s_p50": seconds[len(seconds) // 2],
+        "build_s_max": seconds[-1],
+        "new_rows_p50": rows[len(rows) // 2],
+        "new_rows_max": rows[-1],
+    }
+
+
+def measure(
+    minutes: float, rate: float, min_interval: float, max_versions: int, workdir: Path
+) -> dict[str, Any]:
     endpoints = replace(Endpoints.from_env(), topic=f"fresh-{uuid.uuid4().hex[:8]}")
     ensure_topic(endpoints, 6)
     payload = _renumbered(_event_pool(endpoints))
@@ -272,6 +293,7 @@ def measure(minutes: float, rate: float, min_interval: float, workdir: Path) -> 
     refresh_env = {**os.environ, "GAMELAKE_HOME": str(project), "GAMELAKE_WAREHOUSE_DIR": str(warehouse)}
     refresh_env.pop("GAMELAKE_BRONZE_PATH", None)
     refresh_command = ["refresh", "--continuous", "--min-interval", str(min_interval)]
+    refresh_command += ["--max-versions-per-build", str(max_versions)]
     refresh = _start(
         [sys.executable, "-m", "ingest.cli", *refresh_command, "--metrics-port", str(REFRESH_PORT)],
         refresh_env,
@@ -325,6 +347,7 @@ def measure(minutes: float, rate: float, min_interval: float, workdir: Path) -> 
         "silver_rows": _silver_rows(warehouse),
         "gold_event_count": _gold_event_count(warehouse),
         "exit_codes": codes,
+        "per_build": _builds(workdir / "refresh.log"),
     }
     for name, column in (
         ("bronze", bronze["bronze_s"]),
@@ -343,7 +366,8 @@ def _record(result: dict[str, Any], args: argparse.Namespace) -> None:
         f"\n## {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC: {args.rate:,.0f} events/s, {args.minutes:g} min",
         f"- machine: {machine}",
         f"- settings: {args.rate:,.0f} events/s for {args.minutes:g} min, "
-        f"`ingest refresh --continuous --min-interval {args.min_interval:g}`",
+        f"`ingest refresh --continuous --min-interval {args.min_interval:g} "
+        f"--max-versions-per-build {args.max_versions_per_build}`",
         "",
         "| layer | p50 s | p99 s | max s |",
         "|---|---|---|---|",
@@ -373,9 +397,12 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=10)
     parser.add_argument("--rate", type=float, default=20_000)
     parser.add_argument("--min-interval", type=float, default=10)
+    parser.add_argument("--max-versions-per-build", type=int, default=60)
     parser.add_argument("--workdir", type=Path, default=PROJECT_DIR / ".cache" / "bench-freshness")
     args = parser.parse_args()
-    result = measure(args.minutes, args.rate, args.min_interval, args.workdir.resolve())
+    result = measure(
+        args.minutes, args.rate, args.min_interval, args.max_versions_per_build, args.workdir.resolve()
+    )
     _record(result, args)
     s = result["summary"]
     exact = s["kafka"] == s["bronze_plus_dead_letters"] and s["silver_rows"] == s["gold_event_count"]

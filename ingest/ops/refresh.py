@@ -2,8 +2,10 @@
 
 ``--continuous`` keeps one process and one warm Spark session (dbt's programmatic runner; the
 ``local`` target's session method reuses the process's SparkSession) and builds whenever
-bronze has a new Delta version, at most once per ``--min-interval`` seconds. SIGTERM or SIGINT
-stops it after the build in progress, which is never cut in half. Each build is incremental by
+bronze has a new Delta version, at most once per ``--min-interval`` seconds, each build reading
+at most ``--max-versions-per-build`` bronze versions (a backlog is read in steps, one after the
+other; after a failed build: later and fewer, see ``build_pacing``). SIGTERM or SIGINT stops it
+after the build in progress, which is never cut in half. Each build is incremental by
 the contract in doc/DESIGN.md ("The incremental contract"), so a stop, a crash or a second
 refresh never loses or doubles a row.
 
@@ -15,6 +17,7 @@ build counts and times. The same port serves a dashboard of them at ``/dashboard
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -29,6 +32,7 @@ from ingest.core.log_setup import add_log_format_argument, configure_logging
 from ingest.core.metric_history import Kind, MetricHistory, Panel
 from ingest.core.paths import PROJECT_DIR
 from ingest.core.stop_signals import stop_on_signals
+from ingest.ops.build_pacing import BuildPacing
 
 log = logging.getLogger("gamelake.refresh")
 PROFILES_DIR = PROJECT_DIR / "profiles"
@@ -147,16 +151,18 @@ class _Outcomes:
 _OUTCOMES = _Outcomes()
 
 
-def build_once(spark: Any, watch: BronzeWatch) -> int | None:
-    """One dbt build; the bronze version it covered, or None when it failed."""
+def build_once(spark: Any, watch: BronzeWatch, max_versions: int = 0) -> int | None:
+    """One dbt build reading at most ``max_versions`` bronze versions (0: all); the bronze
+    version it covered, or None when it failed."""
     started = time.monotonic()
-    ok = _dbt("build")
+    bound = ["--vars", json.dumps({"gamelake_slice_max_versions": max_versions})] if max_versions else []
+    ok = _dbt("build", *bound)
     took = time.monotonic() - started
     BUILD_SECONDS.observe(took)
     BUILDS.labels("ok" if ok else "failed").inc()
     if not ok:
         _OUTCOMES.builds_failed += 1
-        log.error("refresh: dbt build failed after %.1f s (see dbt's output above); retrying later", took)
+        log.error("refresh: dbt build failed after %.1f s (see dbt's output above)", took)
         return None
     covered, new_rows = _slice_summary(spark)
     watch.forget_up_to(covered)
@@ -178,7 +184,7 @@ def build_once(spark: Any, watch: BronzeWatch) -> int | None:
     return covered
 
 
-def run_continuously(spark: Any, watch: BronzeWatch, min_interval: float) -> int:
+def run_continuously(spark: Any, watch: BronzeWatch, pacing: BuildPacing) -> int:
     built: int | None = None
     last_start = 0.0
     builds = 0
@@ -188,14 +194,24 @@ def run_continuously(spark: Any, watch: BronzeWatch, min_interval: float) -> int
             lag = watch.lag(built)
             for layer in ("silver", "gold"):
                 LAYER_LAG.labels(layer).set(lag)
-            due = version is not None and version != built and time.monotonic() - last_start >= min_interval
-            if not due:
+            waited = time.monotonic() - last_start
+            if version is None or version == built or waited < pacing.interval():
                 stop.wait(0.5)
                 continue
             last_start = time.monotonic()
-            covered = build_once(spark, watch)
-            if covered is not None:
-                built, builds = covered, builds + 1
+            covered = build_once(spark, watch, pacing.versions())
+            if covered is None:
+                pacing.failed(behind=version - (built if built is not None else -1))
+                log.warning(
+                    "refresh: next build in %.0f s, reading at most %d bronze versions",
+                    pacing.interval(),
+                    pacing.versions(),
+                )
+                continue
+            pacing.succeeded()
+            built, builds = covered, builds + 1
+            if covered < version:  # a bounded step of a backlog: read on without waiting
+                last_start = 0.0
         log.info("refresh: stopped by %s after %d builds", stop.reason, builds)
     return 0
 
@@ -212,6 +228,9 @@ def _refresh(args: argparse.Namespace) -> int:
     configure_logging(logging.INFO, args.log_format or "auto")
     if args.min_interval < 0:
         raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
+    if args.max_versions_per_build < 0:
+        why = f"--max-versions-per-build {args.max_versions_per_build}"
+        raise ConfigError(f"{why}: give a number of bronze versions, or 0 for no bound")
     # the bronze dbt registers as its source (GAMELAKE_BRONZE_PATH, else under the warehouse)
     watch = BronzeWatch(Path(spark_settings()["spark.gamelake.bronze.path"]))
     spark = local_session()
@@ -235,7 +254,7 @@ def _refresh(args: argparse.Namespace) -> int:
             raise ConfigError(f"{why}; choose another with --metrics-port") from None
         history.start()
     try:
-        return run_continuously(spark, watch, args.min_interval)
+        return run_continuously(spark, watch, BuildPacing(args.min_interval, args.max_versions_per_build))
     finally:
         if server is not None:
             server.shutdown()
@@ -253,6 +272,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--continuous", action="store_true", help="keep building as bronze grows")
     parser.add_argument(
         "--min-interval", type=float, default=10.0, help="seconds between build starts (default 10)"
+    )
+    parser.add_argument(
+        "--max-versions-per-build",
+        type=int,
+        default=60,
+        help="with --continuous, the most bronze versions one build reads (about a minute of the "
+        "ingest's commits; a backlog is worked off in steps; 0: no bound; default 60)",
     )
     parser.add_argument(
         "--metrics-port", type=int, default=9109, help="port of the refresh's /metrics (0 disables; 9109)"

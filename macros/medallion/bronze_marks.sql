@@ -104,6 +104,12 @@
     {%- if bounds is none -%}
         {{ return('') }}
     {%- endif -%}
+    {#- a bounded slice can end before a reader's mark (a game that read a newer pinned
+        snapshot): the mark never moves back -#}
+    {%- set mark = gamelake_bronze_mark(this) -%}
+    {%- if mark is not none and mark.fresh and mark.version > bounds.to -%}
+        {{ return('') }}
+    {%- endif -%}
     alter table {{ this }} set tblproperties (
         'gamelake.bronze_version' = '{{ bounds.to }}',
         'gamelake.bronze_marked_at' = '{{ bounds.built_at }}'

@@ -59,8 +59,11 @@ final as (
 select * from final
 {%- endmacro %}
 
-{#- {'from', 'to'}: the versions after the oldest fresh mark up to bronze's current version.
-    Readers without a fresh mark read a pinned snapshot instead and do not hold the slice back. -#}
+{#- {'from', 'to'}: the versions after the oldest fresh mark up to bronze's current version, or
+    at most var gamelake_slice_max_versions of them (`ingest refresh --continuous` bounds each
+    build so a backlog is worked off in steps that fit in memory; the next build reads on from
+    the marks). Readers without a fresh mark read a pinned snapshot instead and do not hold the
+    slice back. -#}
 {% macro _bronze_slice_plan() %}
     {%- set bronze = source('bronze', 'game_events') -%}
     {%- set current = gamelake_table_version(bronze) -%}
@@ -87,8 +90,11 @@ select * from final
         {%- endif -%}
     {%- endfor -%}
     {%- set start = (marks | min + 1) if marks else current + 1 -%}
-    {{ log("bronze slice: versions " ~ start ~ ".." ~ current ~ " (" ~ marks | length ~ " readers with a fresh mark)") }}
-    {{ return({'from': start, 'to': current}) }}
+    {%- set most = var('gamelake_slice_max_versions', none) -%}
+    {%- set upper = [current, start + (most | int) - 1] | min if most and start <= current else current -%}
+    {{ log("bronze slice: versions " ~ start ~ ".." ~ upper ~ " of " ~ current ~ " ("
+        ~ marks | length ~ " readers with a fresh mark)") }}
+    {{ return({'from': start, 'to': upper}) }}
 {% endmacro %}
 
 {#- The existing tables that read the slice: quarantine and active games' silver. -#}

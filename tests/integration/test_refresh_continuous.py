@@ -1,5 +1,6 @@
-"""``ingest refresh --continuous`` on real Spark + Delta: it builds on new bronze versions, keeps one
-warm session, reports how far silver and gold trail bronze, and stops cleanly on SIGTERM.
+"""``ingest refresh --continuous`` on real Spark + Delta: it builds on new bronze versions, reads a
+backlog in bounded steps, keeps one warm session, reports how far silver and gold trail bronze,
+and stops cleanly on SIGTERM.
 
 Bronze rows are written with delta-rs, as the ingest writes them, while the refresh process runs
 its own Spark: the two never share a JVM or a metastore.
@@ -8,6 +9,7 @@ its own Spark: the two never share a JVM or a metastore.
 from __future__ import annotations
 
 import html
+import itertools
 import os
 import random
 import re
@@ -96,12 +98,14 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     bronze = warehouse / "bronze" / "game_events"
     ensure_table(bronze, _SCHEMA, ["event_date"], "game_events", CHANGE_DATA_FEED)
     writer = support.BronzeWriter(random.Random(7))
-    write_deltalake(str(bronze), _bronze_batch(writer, 60), mode="append")
+    for _ in range(3):
+        write_deltalake(str(bronze), _bronze_batch(writer, 20), mode="append")
 
     env = {**os.environ, "GAMELAKE_HOME": str(project), "GAMELAKE_WAREHOUSE_DIR": str(warehouse)}
     env.pop("GAMELAKE_BRONZE_PATH", None)
     log = (tmp_path / "refresh.log").open("w")
-    command = ["refresh", "--continuous", "--min-interval", "1", "--metrics-port", str(METRICS_PORT)]
+    command = ["refresh", "--continuous", "--min-interval", "1", "--max-versions-per-build", "2"]
+    command += ["--metrics-port", str(METRICS_PORT)]
     refresh = subprocess.Popen(
         [sys.executable, "-m", "ingest.cli", *command],
         cwd=project,
@@ -118,7 +122,8 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
             300,
             "the first build to cover bronze",
         )
-        write_deltalake(str(bronze), _bronze_batch(writer, 40), mode="append")
+        for _ in range(4):  # a backlog of 4 versions, read 2 at a time
+            write_deltalake(str(bronze), _bronze_batch(writer, 10), mode="append")
         second = DeltaTable(str(bronze)).version()
         wait_until(
             lambda: _metric("gamelake_refresh_bronze_version")["gamelake_refresh_bronze_version"] >= second,
@@ -147,6 +152,9 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     assert code == 0, output[-3000:]
     assert re.search(r"refresh: stopped by SIGTERM after \d+ builds", output), output[-3000:]
     assert output.count("Using incubator modules") == 1, "more than one JVM for the builds"
+    covered = [int(v) for v in re.findall(r"refresh: build ok in \S+ s, bronze version (\d+)", output)]
+    steps = [b - a for a, b in itertools.pairwise(covered) if b != a]
+    assert covered[-1] == second and steps and max(steps) <= 2, f"builds covered versions {covered}"
     silver = {
         game: DeltaTable(str(warehouse / "spark" / "silver.db" / f"silver_{game}")).to_pyarrow_table()
         for game in GAMES
