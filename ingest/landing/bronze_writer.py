@@ -38,7 +38,9 @@ from ingest.landing.bronze_columns import (
 from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.landing.schema_guard import ColumnRegistry, KnownColumn
 
-TABLE_CONFIGURATION = {"delta.checkpointInterval": "20", "delta.logRetentionDuration": "interval 7 days"}
+# The service's upkeep child checkpoints bronze and cleans its log (ingest/landing/upkeep.py), so
+# commits write no checkpoint of their own; the interval is for other engines that write.
+TABLE_CONFIGURATION = {"delta.checkpointInterval": "100", "delta.logRetentionDuration": "interval 48 hours"}
 # Silver reads bronze by commit version through the change data feed (table_changes): what is
 # new is decided by the Delta log, not by clocks. Appends need no change files to be read so.
 CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
@@ -189,7 +191,7 @@ class BronzeWriter:
                         custom_metadata=metadata, max_commit_retries=0, app_transactions=txns
                     ),
                     post_commithook_properties=PostCommitHookProperties(
-                        create_checkpoint=True, cleanup_expired_logs=False
+                        create_checkpoint=False, cleanup_expired_logs=False
                     ),
                 )
             except CommitFailedError:
