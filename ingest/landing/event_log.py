@@ -104,4 +104,7 @@ class EventLog:
         self.last_flush = self.clock()
         if self.pending:
             rows, self.pending = self.pending, []
+            # The upkeep child may have changed the table's properties (its first run does): an
+            # append from the old snapshot would be refused ("Metadata changed") every time after.
+            self.table.update_incremental()
             write_deltalake(self.table, pa.Table.from_pylist(rows, schema=EVENT_LOG_SCHEMA), mode="append")

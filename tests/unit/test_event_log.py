@@ -5,6 +5,7 @@ from __future__ import annotations
 from deltalake import DeltaTable
 
 from ingest.landing.event_log import Event, EventLog
+from ingest.landing.upkeep import Retention, upkeep
 
 
 class Clock:
@@ -62,3 +63,12 @@ def test_without_an_interval_every_row_is_written_at_once(tmp_path):
     log.record(Event("commit", batch_id="b0"))
     log.record(Event("commit", batch_id="b1"))
     assert DeltaTable(str(tmp_path)).version() == created + 2
+
+
+def test_a_flush_after_the_upkeep_changed_the_table_properties_still_lands(tmp_path):
+    log = EventLog(tmp_path, "i")
+    created = DeltaTable(str(tmp_path)).version()
+    upkeep(tmp_path, Retention(log_hours=48, vacuum_hours=168))  # sets the retention properties
+    log.record(Event("commit", batch_id="b0"))
+    log.record(Event("commit", batch_id="b1"))
+    assert DeltaTable(str(tmp_path)).version() == created + 3 and _kinds(tmp_path) == ["commit", "commit"]
