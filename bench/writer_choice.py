@@ -104,7 +104,7 @@ def decoded_batches(registry_url: str, rows: int, batch: int, scratch: Path) -> 
     for start in range(0, rows, batch):
         decoded = decoder.decode(records[start : start + batch], writer.columns())
         assert decoded.table is not None and not decoded.dead_letters, decoded.dead_letters[:1]
-        writer.add_columns(decoded.new_columns)
+        writer.evolve(decoded.new_columns, decoded.field_numbers)
         tables.append(decoded.table)
     # One bronze schema for every batch (older versions' columns as nulls), as bronze holds them.
     schema = pa.schema([f for f in tables[-1].schema])

@@ -141,7 +141,25 @@ class IngestSettings(BaseSettings):
     metrics_port: int = Field(9108, ge=0, le=65535, description="Port of /metrics and /healthz; 0 disables.")
     metrics_host: str = Field("127.0.0.1", description="Address the metrics server binds.")
     compact_every_commits: int = Field(
-        500, ge=0, description="Run OPTIMIZE (compaction) on bronze every N commits; 0 disables."
+        100,
+        ge=0,
+        description="Every N commits, compact, checkpoint, clean the log of and vacuum bronze, dead "
+        "letters and the event log, in a child process beside the poll loop; 0 disables.",
+    )
+    log_retention_hours: int = Field(
+        48,
+        ge=1,
+        description="Delta log files older than this (and covered by a checkpoint) are deleted. Also "
+        "how far silver may fall behind bronze: its change-feed reads need the log.",
+    )
+    vacuum_retention_hours: int = Field(
+        168, ge=1, description="Data files that compaction replaced are deleted after this long."
+    )
+    event_log_flush_s: float = Field(
+        10.0,
+        gt=0,
+        description="The event log's per-commit rows are written together at most this often "
+        "(other events at once); bronze's own commit metadata holds each batch's id.",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
     log_format: Literal["json", "text", "auto"] = Field(

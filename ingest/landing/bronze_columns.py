@@ -15,8 +15,9 @@ from google.protobuf.descriptor import FieldDescriptor
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 PARTITION_COLUMN = "event_date"
 EVENT_TIME_FIELD = "event_timestamp"
-# Delta field metadata key holding the proto field number a column came from (the guard's memory).
-FIELD_NUMBER_KEY = "gamelake.proto.field_number"
+# Bronze table property per message type: its fields' numbers as JSON, {name: number} (the guard's
+# memory). Numbers belong to a message type, so each type has its own.
+FIELD_NUMBERS_PREFIX = "gamelake.proto.fields."
 
 KAFKA_COLUMNS = pa.schema(
     [
@@ -26,6 +27,7 @@ KAFKA_COLUMNS = pa.schema(
         pa.field("_kafka_timestamp", TIMESTAMP),
         pa.field("_kafka_key", pa.string()),
         pa.field("_schema_id", pa.int32()),
+        pa.field("_message_type", pa.string()),
         pa.field("_ingested_at", TIMESTAMP),
     ]
 )
@@ -63,7 +65,7 @@ class FieldColumn:
 
     @property
     def arrow_field(self) -> pa.Field:
-        return pa.field(self.name, self.arrow_type, metadata={FIELD_NUMBER_KEY: str(self.number)})
+        return pa.field(self.name, self.arrow_type)
 
 
 def _is_repeated(field: FieldDescriptor) -> bool:

@@ -29,16 +29,18 @@ from deltalake.transaction import AddAction, RemoveAction
 from ingest.core.errors import ConfigError, IngestError
 from ingest.landing import crash_points as hooks
 from ingest.landing.bronze_columns import (
-    FIELD_NUMBER_KEY,
+    FIELD_NUMBERS_PREFIX,
     KAFKA_COLUMNS,
     PARTITION_COLUMN,
     TIMESTAMP,
     FieldColumn,
 )
 from ingest.landing.offsets import TopicPartition, txn_app_id
-from ingest.landing.schema_guard import ColumnRegistry, KnownColumn
+from ingest.landing.schema_guard import ColumnRegistry, FieldNumbers, KnownColumn
 
-TABLE_CONFIGURATION = {"delta.checkpointInterval": "20", "delta.logRetentionDuration": "interval 7 days"}
+# The service's upkeep child checkpoints bronze and cleans its log (ingest/landing/upkeep.py), so
+# commits write no checkpoint of their own; the interval is for other engines that write.
+TABLE_CONFIGURATION = {"delta.checkpointInterval": "100", "delta.logRetentionDuration": "interval 48 hours"}
 # Silver reads bronze by commit version through the change data feed (table_changes): what is
 # new is decided by the Delta log, not by clocks. Appends need no change files to be read so.
 CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
@@ -109,26 +111,37 @@ class BronzeWriter:
         self.app_id = app_id
         base = pa.schema([*KAFKA_COLUMNS, pa.field(PARTITION_COLUMN, pa.date32())])
         self.table = ensure_table(path, base, [PARTITION_COLUMN], "game_events", CHANGE_DATA_FEED)
+        # A bronze created before a service column existed (``_message_type``) gets it now,
+        # in a metadata commit of its own; its older rows read null.
+        self._add_fields(list(KAFKA_COLUMNS))
 
     def refresh(self) -> DeltaTable:
         self.table.update_incremental()
         return self.table
 
     def columns(self) -> ColumnRegistry:
-        """The columns bronze has now, with the proto field numbers they came from."""
-        known = {}
-        for f in pa.schema(self.refresh().schema().to_arrow()):
-            number = (f.metadata or {}).get(FIELD_NUMBER_KEY.encode())
-            known[f.name] = KnownColumn(f.name, f.type, int(number) if number is not None else None)
-        return ColumnRegistry(known)
+        """The columns bronze has now, and the field numbers of each message type it landed."""
+        table = self.refresh()
+        known = {f.name: KnownColumn(f.name, f.type) for f in pa.schema(table.schema().to_arrow())}
+        return ColumnRegistry(known, _field_numbers(table.metadata().configuration))
 
-    def add_columns(self, columns: list[FieldColumn]) -> None:
-        """Schema evolution: new nullable columns, in a commit of their own before the rows."""
-        if columns:
-            existing = set(pa.schema(self.refresh().schema().to_arrow()).names)
-            fresh = [Field.from_arrow(c.arrow_field) for c in columns if c.name not in existing]
-            if fresh:
-                self.table.alter.add_columns(fresh)
+    def evolve(self, columns: list[FieldColumn], numbers: FieldNumbers) -> None:
+        """Schema evolution, in commits of their own before the rows: new nullable columns, then
+        the field numbers of the message types in ``numbers`` (merged with what bronze holds)."""
+        self._add_fields([c.arrow_field for c in columns])
+        if numbers:
+            held = _field_numbers(self.refresh().metadata().configuration)
+            properties = {
+                FIELD_NUMBERS_PREFIX + name: json.dumps({**held.get(name, {}), **fields}, sort_keys=True)
+                for name, fields in numbers.items()
+            }
+            self.table.alter.set_table_properties(properties, raise_if_not_exists=False)
+
+    def _add_fields(self, fields: list[pa.Field]) -> None:
+        existing = set(pa.schema(self.refresh().schema().to_arrow()).names)
+        fresh = [Field.from_arrow(f) for f in fields if f.name not in existing]
+        if fresh:
+            self.table.alter.add_columns(fresh)
 
     def landed(self, tp: TopicPartition) -> int | None:
         """The last offset of ``tp`` stored in Delta, or None."""
@@ -189,7 +202,7 @@ class BronzeWriter:
                         custom_metadata=metadata, max_commit_retries=0, app_transactions=txns
                     ),
                     post_commithook_properties=PostCommitHookProperties(
-                        create_checkpoint=True, cleanup_expired_logs=False
+                        create_checkpoint=False, cleanup_expired_logs=False
                     ),
                 )
             except CommitFailedError:
@@ -199,6 +212,15 @@ class BronzeWriter:
         raise IngestError(
             f"could not commit to {self.path} after {_COMMIT_ATTEMPTS} attempts (heavy contention)"
         )
+
+
+def _field_numbers(configuration: dict[str, str]) -> FieldNumbers:
+    """The field numbers per message type, from bronze's table properties."""
+    return {
+        key.removeprefix(FIELD_NUMBERS_PREFIX): json.loads(value)
+        for key, value in configuration.items()
+        if key.startswith(FIELD_NUMBERS_PREFIX)
+    }
 
 
 def _split_by(data: pa.Table, dates: pa.ChunkedArray) -> list[tuple[dt.date | None, pa.Table]]:

@@ -1,10 +1,11 @@
 """Compaction of a landing table (OPTIMIZE), one at a time per table, off the service's hot path.
 
-The service compacts bronze every ``compact_every_commits`` commits, in a child process;
-``ingest.ops.maintenance`` also checkpoints and vacuums. Compaction commits do not move
-offsets; a concurrent ingest commit simply re-checks its offsets and retries (see
-bronze_writer.py). A compaction that itself loses a race (a schema change landed) is skipped
-and reported, never raised: the next one picks the files up, and the service keeps landing.
+The service compacts its landing tables every ``compact_every_commits`` commits, in a child
+process that also checkpoints, cleans the log and vacuums (ingest/landing/upkeep.py).
+Compaction commits do not move offsets; a concurrent ingest commit simply re-checks its
+offsets and retries (see bronze_writer.py). A compaction that itself loses a race (a schema
+change landed) is skipped and reported, never raised: the next one picks the files up, and
+the service keeps landing.
 
 Only one compaction may run at a time. delta-rs 1.6.6's ``optimize.compact()`` does not detect a
 concurrent compaction of the same files: the second one commits too (even with
@@ -58,34 +59,37 @@ def compact(path: Path) -> dict[str, object]:
     return {k: result.get(k) for k in ("numFilesAdded", "numFilesRemoved")}
 
 
-class BackgroundCompaction:
-    """Compact every ``every`` commits of this instance (0: never), in a child process.
+class BackgroundUpkeep:
+    """Upkeep of the landing tables every ``every`` commits of this instance (0: never), in a child.
 
-    Off the hot path: the poll loop keeps landing while the child compacts, and the child's
-    memory is its own, so the service's RSS does not spike. Safe beside landing: compaction
-    commits move no offsets (an append racing it re-checks and retries), and the lock keeps it
-    to one compaction per table. A child killed mid-way leaves only uncommitted files, which
-    vacuum removes.
+    Off the hot path: the poll loop keeps landing while the child compacts, checkpoints, cleans
+    the log and vacuums (ingest/landing/upkeep.py), and the child's memory is its own, so the
+    service's RSS does not spike. Safe beside landing: compaction commits move no offsets (an
+    append racing one re-checks and retries), and the lock keeps it to one compaction per table.
+    A child killed mid-way leaves only uncommitted files, which a later vacuum removes.
     """
 
-    def __init__(self, path: Path, every: int) -> None:
-        self.path = path
+    def __init__(self, paths: list[Path], every: int, log_hours: int, vacuum_hours: int) -> None:
+        self.command = [
+            sys.executable,
+            "-m",
+            "ingest.landing.upkeep",
+            str(log_hours),
+            str(vacuum_hours),
+            *map(str, paths),
+        ]
         self.every = every
         self.running: subprocess.Popen[str] | None = None
 
     def after_commit(self, commits: int) -> dict[str, object] | None:
-        """Start a compaction when due and none runs; the result of one that finished, if any."""
+        """Start the upkeep when due and none runs; the result of one that finished, if any."""
         finished = self.reap()
         if self.every and commits % self.every == 0 and self.running is None:
-            self.running = subprocess.Popen(
-                [sys.executable, "-m", "ingest.landing.compaction", str(self.path)],
-                stdout=subprocess.PIPE,
-                text=True,
-            )
+            self.running = subprocess.Popen(self.command, stdout=subprocess.PIPE, text=True)
         return finished
 
     def reap(self, wait_s: float = 0.0) -> dict[str, object] | None:
-        """The result of the running compaction once it has ended (waiting up to ``wait_s``)."""
+        """The result of the running upkeep once it has ended (waiting up to ``wait_s``)."""
         if self.running is None:
             return None
         try:
@@ -99,14 +103,4 @@ class BackgroundCompaction:
         try:
             return dict(json.loads(out.strip().splitlines()[-1]))
         except (ValueError, IndexError):
-            return {"failed": f"compaction process exited {code}"}
-
-
-def main(argv: list[str]) -> int:
-    crash_points.install()
-    print(json.dumps(compact(Path(argv[1]))), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+            return {"failed": f"upkeep process exited {code}"}

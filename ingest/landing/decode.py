@@ -5,8 +5,9 @@ are cached in ``Decoder``. The batch is worked column by column, never row by ro
 metadata is read in one pass per field into Arrow arrays, framing groups values by their
 header bytes (``wire.split``), each group is parsed by upb with one cached class, and each
 field is read over all of a group's messages by one C-level ``map`` into a typed Arrow array.
-A batch may mix any number of schema ids; their tables are concatenated with missing
-columns as null.
+A batch may mix any number of schema ids and message types; their tables are concatenated
+with missing columns as null. A group's message type is the one its message indexes name in its
+schema's file, and every row says which (``_message_type``, its full name).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from ingest.landing.bronze_columns import (
     field_column,
 )
 from ingest.landing.registry import RegistryClient, UnknownSchemaId, lookup_with_retry
-from ingest.landing.schema_guard import ColumnRegistry
+from ingest.landing.schema_guard import ColumnRegistry, FieldNumbers
 
 
 class KafkaRecord(Protocol):
@@ -72,6 +73,8 @@ class DecodedBatch:
     dead_letters: list[DeadLetter]
     schema_ids: set[int]
     new_columns: list[FieldColumn] = field(default_factory=list)
+    # The field numbers of each message type whose numbers bronze does not hold yet.
+    field_numbers: FieldNumbers = field(default_factory=dict)
     # Topic, partition and offset of every record of the batch, dead letters included.
     offsets: pa.Table | None = None
 
@@ -110,8 +113,9 @@ class KafkaColumns:
             {"topic": self.topic, "partition": self.partition, "offset": self.offset.fill_null(0)}
         )
 
-    def columns(self, schema_id: int, positions: list[int]) -> dict[str, pa.Array]:
-        """The Kafka columns of the records at ``positions`` (ascending)."""
+    def columns(self, plan: Plan, positions: list[int]) -> dict[str, pa.Array]:
+        """The Kafka columns of the records at ``positions`` (ascending), and the schema id and
+        message type of their plan, each one value repeated."""
         n = len(positions)
         arrays = [self.topic, self.partition, self.offset, self.timestamp, self.key]
         if n != len(self.offset):  # a subset of the batch
@@ -124,7 +128,8 @@ class KafkaColumns:
             "_kafka_offset": offset,
             "_kafka_timestamp": timestamp,
             "_kafka_key": key,
-            "_schema_id": pa.repeat(pa.scalar(schema_id, pa.int32()), n),
+            "_schema_id": pa.repeat(pa.scalar(plan.schema_id, pa.int32()), n),
+            "_message_type": pa.repeat(pa.scalar(plan.message_type, pa.string()), n),
         }
 
 
@@ -135,6 +140,11 @@ class Plan:
     schema_id: int
     message_class: type[Message]
     columns: list[FieldColumn]
+
+    @property
+    def message_type(self) -> str:
+        """The message type's full name, e.g. ``gamelake.events.GameEvent``."""
+        return str(self.message_class.DESCRIPTOR.full_name)
 
     def __post_init__(self) -> None:
         self._getters = [(c, attrgetter(c.name)) for c in self.columns if c.kind in ("scalar", "enum")]
@@ -286,21 +296,23 @@ class Decoder:
             except (SchemaLookupError, SchemaBuildError, SchemaGuardError) as err:
                 bad = [(i, err) for i in group.positions]
             else:
-                new_columns += guard.accept(plan.columns)
+                new_columns += guard.accept(plan.message_type, plan.columns)
                 table, bad = self._group_table(plan, group.payloads, group.positions, kafka)
                 if table is not None:
                     tables.append(table)
                     schema_ids.add(group.schema_id)
             dead += [DeadLetter(records[i], _located(e, records[i]), group.schema_id) for i, e in bad]
         table = pa.concat_tables(tables, promote_options="default") if tables else None
-        return DecodedBatch(table, dead, schema_ids, new_columns, kafka.offsets())
+        return DecodedBatch(table, dead, schema_ids, new_columns, guard.unrecorded(), kafka.offsets())
 
     def _checked_plan(self, schema_id: int, indexes: tuple[int, ...], guard: ColumnRegistry) -> Plan:
         plan = self.plan(schema_id, indexes)
-        problems = guard.violations(plan.columns)
+        problems = guard.violations(plan.message_type, plan.columns)
         if problems:
             refused = "; ".join(problems)
-            raise SchemaGuardError(f"schema id {schema_id} refused by the schema guard: {refused}")
+            raise SchemaGuardError(
+                f"schema id {schema_id} ({plan.message_type}) refused by the schema guard: {refused}"
+            )
         return plan
 
     def _group_table(
@@ -313,13 +325,13 @@ class Decoder:
             return None, failed
         kept = positions if not bad else [positions[p] for p in good]
         try:
-            return self._table(plan, messages, kafka.columns(plan.schema_id, kept)), failed
+            return self._table(plan, messages, kafka.columns(plan, kept)), failed
         except Exception:  # some message's values cannot be read: find which, one at a time
             pass
         tables = []
         for message, position in zip(messages, kept, strict=True):
             try:
-                tables.append(self._table(plan, [message], kafka.columns(plan.schema_id, [position])))
+                tables.append(self._table(plan, [message], kafka.columns(plan, [position])))
             except Exception as err:  # e.g. an Any whose type the runtime does not know
                 failed.append(
                     (position, DecodeError(f"cannot read the message's values: {type(err).__name__}: {err}"))

@@ -120,12 +120,16 @@ class Lander:
         return {tp: offsets for tp, offsets in ownership.in_doubt.items() if offsets}
 
     def _evolve(self, batch_id: str, decoded: DecodedBatch) -> None:
-        """New fields become new bronze columns, in a commit of their own before the rows."""
-        if not decoded.new_columns:
+        """New fields become new bronze columns, and the field numbers of message types new to
+        bronze (or of their new fields) are recorded, in commits of their own before the rows."""
+        if not decoded.new_columns and not decoded.field_numbers:
             return
-        self.writer.add_columns(decoded.new_columns)
+        self.writer.evolve(decoded.new_columns, decoded.field_numbers)
         names = [c.name for c in decoded.new_columns]
-        log_event("schema_evolved", batch_id=batch_id, new_columns=names)
+        types = sorted(decoded.field_numbers)
+        log_event("schema_evolved", batch_id=batch_id, new_columns=names, message_types=types)
+        if not names:
+            return
         self.event_log.record(Event("schema_evolved", batch_id=batch_id, message=", ".join(names)))
         if renamed := staging_renames(names, sorted(decoded.schema_ids)):
             log_event("staging_rename", logging.WARNING, batch_id=batch_id, detail=renamed)

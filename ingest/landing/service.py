@@ -28,7 +28,7 @@ from ingest.core.stop_signals import StopRequest, stop_on_signals
 from ingest.landing.batch import Batch
 from ingest.landing.bronze_writer import BronzeWriter, FencedError
 from ingest.landing.commit_report import report_commit
-from ingest.landing.compaction import BackgroundCompaction
+from ingest.landing.compaction import BackgroundUpkeep
 from ingest.landing.dead_letters import make_sink
 from ingest.landing.decode import Decoder
 from ingest.landing.event_log import Event, EventLog
@@ -43,7 +43,7 @@ from ingest.landing.progress import CatchUpProgress
 from ingest.landing.rebalance import RebalanceHandler
 from ingest.landing.registry import RegistryClient, RegistryUnavailable
 
-COMPACTION_WAIT_S = 60.0  # on stop: let a running compaction finish and report
+UPKEEP_WAIT_S = 60.0  # on stop: let a running upkeep finish and report
 
 
 class Service:
@@ -57,10 +57,15 @@ class Service:
         registry.check()
         metrics.REGISTRY_UP.set(1)
         writer = BronzeWriter(settings.bronze_path, settings.app_id)
-        self.event_log = EventLog(settings.event_log_path, self.instance_id)
+        self.event_log = EventLog(settings.event_log_path, self.instance_id, settings.event_log_flush_s)
         decoder = Decoder(registry, settings.unknown_schema_retries, settings.registry_retry_backoff_s)
         self.lander = Lander(settings, writer, decoder, make_sink(settings), self.event_log, self.instance_id)
-        self.compaction = BackgroundCompaction(settings.bronze_path, settings.compact_every_commits)
+        self.upkeep = BackgroundUpkeep(
+            [settings.bronze_path, settings.dead_letters_path, settings.event_log_path],
+            settings.compact_every_commits,
+            settings.log_retention_hours,
+            settings.vacuum_retention_hours,
+        )
         self.kafka_errors = KafkaErrors()
         self.consumer = open_consumer(settings, self.kafka_errors)
         self.ownership = PartitionOwnership(writer)
@@ -92,7 +97,8 @@ class Service:
             finally:
                 self.progress.finish()
                 self.consumer.close()
-                self._report_compaction(self.compaction.reap(wait_s=COMPACTION_WAIT_S))
+                self.event_log.flush()  # the buffered commit rows, even when stopping on an error
+                self._report_upkeep(self.upkeep.reap(wait_s=UPKEEP_WAIT_S))
         self.event_log.record(Event("stop", message=f"{self.commits} commits"))
         log_event("stop", instance=self.instance_id, commits=self.commits)
         return 0
@@ -109,6 +115,7 @@ class Service:
             # The lag gauges update busy or idle, so a backlog shows while it builds up.
             if time.monotonic() - lag_checked >= 1.0:
                 lag_checked = time.monotonic()
+                self.event_log.flush_if_due()
                 done = self._caught_up(started)
                 if done and idle and not len(self.batch) and self.until_caught_up:
                     return
@@ -177,7 +184,7 @@ class Service:
         self.commits += 1
         self.progress.count(len(records))
         report_commit(landed, self.event_log)
-        self._report_compaction(self.compaction.after_commit(self.commits))
+        self._report_upkeep(self.upkeep.after_commit(self.commits))
 
     def _drop_unlandable(self, batch_id: str, err: IngestError) -> None:
         kind, reason = {
@@ -192,7 +199,7 @@ class Service:
             time.sleep(min(5.0, self.settings.registry_retry_backoff_s * 4))  # a moment before the re-read
 
     @staticmethod
-    def _report_compaction(result: dict[str, object] | None) -> None:
+    def _report_upkeep(result: dict[str, object] | None) -> None:
         if result is not None:
             log_event("compaction", result=result)
 

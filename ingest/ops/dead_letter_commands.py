@@ -227,7 +227,7 @@ def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -
         )
         table = table.filter(pc.invert(pc.is_in(coordinate, pa.array(keys))))
     if table.num_rows:
-        writer.add_columns(decoded.new_columns)
+        writer.evolve(decoded.new_columns, decoded.field_numbers)
         writer.commit(writer.write_files(table), {}, {"replay": "dead_letters"})
     if settings.dead_letter_sink == "topic":
         return result  # a topic cannot be stamped: bronze now holds them, so `select` skips them

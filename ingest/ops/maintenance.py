@@ -1,30 +1,20 @@
-"""``make compact``: compaction, checkpoints and vacuum of the landing tables, and the dead-letter purge.
+"""``make compact``: the dead-letter purge, then upkeep of the landing tables now.
 
-Runs beside the service safely: compaction takes the table's compaction lock
-(ingest/landing/compaction.py), checkpoints and vacuum add no data files.
+The service does the same upkeep every ``compact_every_commits`` commits, in a child process.
+
+Runs beside the service safely: see ingest/landing/upkeep.py.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from deltalake import DeltaTable
 
 from ingest.core.errors import ConfigError
 from ingest.core.settings import load_settings
-from ingest.landing.compaction import compact
+from ingest.landing.upkeep import Retention, upkeep
 from ingest.ops.dead_letter_purge import purge
-
-
-def maintain(path: Path, vacuum_hours: int = 168) -> dict[str, object]:
-    table = DeltaTable(str(path))
-    compacted = compact(path)
-    table.update_incremental()
-    table.create_checkpoint()
-    removed = table.vacuum(retention_hours=vacuum_hours, dry_run=False, enforce_retention_duration=False)
-    table.cleanup_metadata()
-    return {**compacted, "vacuumed_files": len(removed), "version": table.version()}
 
 
 def main() -> int:
@@ -36,9 +26,10 @@ def main() -> int:
     dead_letters = settings.dead_letters_path
     if settings.dead_letter_retention_days and DeltaTable.is_deltatable(str(dead_letters)):
         print(f"{dead_letters}: {purge(dead_letters, settings.dead_letter_retention_days)}")
+    retention = Retention(settings.log_retention_hours, settings.vacuum_retention_hours)
     for path in (settings.bronze_path, dead_letters, settings.event_log_path):
         if DeltaTable.is_deltatable(str(path)):
-            print(f"{path}: {maintain(path)}")
+            print(f"{path}: {upkeep(path, retention)}")
     return 0
 
 

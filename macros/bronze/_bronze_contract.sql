@@ -25,6 +25,7 @@
         {'bronze': '_kafka_timestamp', 'name': 'kafka_published_at', 'type': 'timestamp', 'since': 1},
         {'bronze': '_kafka_key', 'name': 'kafka_key', 'type': 'string', 'since': 1},
         {'bronze': '_schema_id', 'name': 'schema_id', 'type': 'int', 'since': 1},
+        {'bronze': '_message_type', 'name': 'message_type', 'type': 'string', 'since': 1},
         {'bronze': '_ingested_at', 'name': 'ingested_at', 'type': 'timestamp', 'since': 1},
     ]) }}
 {% endmacro %}

@@ -8,6 +8,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
+from ingest.dev.demo_schemas import MESSAGE_NAME
 from ingest.dev.producer.datagen import EventGenerator
 from ingest.dev.producer.publish import publish
 from tests.integration.ingest_support import assert_exactly_once, bronze, run_service, service_env, table
@@ -32,6 +33,7 @@ TYPES = {
     "_kafka_timestamp": pa.timestamp("us", tz="UTC"),
     "_kafka_key": pa.string(),
     "_schema_id": pa.int32(),
+    "_message_type": pa.string(),
     "_ingested_at": pa.timestamp("us", tz="UTC"),
     "event_date": pa.date32(),
 }
@@ -67,6 +69,7 @@ def test_every_column_of_every_version_is_typed_and_filled_per_version(landed):
     for event in events:
         row = by_id[event.event_id]
         assert row["_schema_id"] == summary.schema_ids[event.version]
+        assert row["_message_type"] == MESSAGE_NAME
         assert row["game_name"] == event.game_name and row["gamer_id"] == event.gamer_id
         assert row["_kafka_key"] == event.gamer_id
         assert row["_ingested_at"] >= row["_kafka_timestamp"]

@@ -93,6 +93,7 @@ def _reference_row(message, record: Message) -> dict:
             "_kafka_timestamp": kafka_time,
             "_kafka_key": key.decode("utf-8", "backslashreplace") if key is not None else None,
             "_schema_id": int.from_bytes(record.value()[1:5], "big"),
+            "_message_type": "gamelake.events.GameEvent",
             "event_date": (row.get("event_timestamp") or kafka_time).date(),
         }
     )

@@ -64,13 +64,19 @@ def test_a_lost_commit_race_on_other_partitions_is_retried_with_the_same_files(t
     assert a.landed(TP) == 1 and a.landed(TopicPartition("events", 1)) == 5
 
 
-def test_new_columns_are_added_with_their_field_numbers(tmp_path):
+def test_new_columns_are_added_and_field_numbers_are_kept_per_message_type(tmp_path):
     writer = BronzeWriter(tmp_path / "bronze", "app")
     fields = [field_column(f) for f in load_version(2).message_class.DESCRIPTOR.fields]
-    writer.add_columns(fields)
-    known = writer.columns().columns
-    assert known["score"].arrow_type == pa.int64() and known["score"].number == 8
-    assert known["event_timestamp"].arrow_type == pa.timestamp("us", tz="UTC")
+    writer.evolve(fields, {"gamelake.events.GameEvent": {f.name: f.number for f in fields}})
+    writer.evolve([], {"studio.Purchase": {"purchase_id": 1}})
+    writer.evolve([], {"gamelake.events.GameEvent": {"platform": 11}})  # merged, not replaced
+    known = writer.columns()
+    assert known.columns["score"].arrow_type == pa.int64()
+    assert known.columns["event_timestamp"].arrow_type == pa.timestamp("us", tz="UTC")
+    assert known.numbers["gamelake.events.GameEvent"]["score"] == 8
+    assert known.numbers["gamelake.events.GameEvent"]["platform"] == 11
+    assert known.numbers["studio.Purchase"] == {"purchase_id": 1}
+    assert known.unrecorded() == {}
 
 
 def test_a_batch_splits_by_date_like_one_filter_per_date():

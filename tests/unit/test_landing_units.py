@@ -22,7 +22,7 @@ from ingest.landing import wire_format
 from ingest.landing.batch import Batch
 from ingest.landing.bronze_writer import BronzeWriter, FencedError, Landing
 from ingest.landing.commit_report import report_commit
-from ingest.landing.compaction import BackgroundCompaction
+from ingest.landing.compaction import BackgroundUpkeep
 from ingest.landing.dead_letters import DeltaDeadLetters
 from ingest.landing.decode import Decoder
 from ingest.landing.event_log import EventLog
@@ -186,18 +186,20 @@ def test_a_reported_commit_counts_rows_and_dead_letters_and_stamps_its_time(tmp_
 
 
 # -- compaction schedule and health --------------------------------------------------------
-def test_compaction_runs_every_n_commits_in_a_child_process_and_never_at_zero(tmp_path):
+def test_upkeep_runs_every_n_commits_in_a_child_process_and_never_at_zero(tmp_path):
     lander, ownership, _writer = _lander(tmp_path)
     for start in range(0, 30, 10):
         landed = lander.land(f"b{start}", _events(range(start, start + 10)), ownership, time.monotonic())
         ownership.advance(landed.landings)
-    bronze = tmp_path / "bronze" / "game_events"
-    never, not_due, due = (BackgroundCompaction(bronze, every) for every in (0, 2, 3))
+    bronze, missing = tmp_path / "bronze" / "game_events", tmp_path / "bronze" / "not_a_table"
+    never, not_due, due = (BackgroundUpkeep([bronze, missing], every, 48, 168) for every in (0, 2, 3))
     assert never.after_commit(3) is None and never.running is None
     assert not_due.after_commit(3) is None and not_due.running is None
     assert due.after_commit(3) is None, "it starts; the result comes later"
     assert due.running is not None and due.running.pid != os.getpid()
-    assert due.reap(wait_s=60) == {"numFilesAdded": 1, "numFilesRemoved": 3}
+    result = due.reap(wait_s=60)
+    assert result is not None and list(result) == ["game_events"], result
+    assert result["game_events"]["numFilesAdded"] == 1 and result["game_events"]["numFilesRemoved"] == 3
     assert due.running is None and due.reap() is None
 
 
