@@ -82,7 +82,7 @@ def ensure_table(
             "(GAMELAKE_INGEST_WAREHOUSE_DIR): a directory this user can create and write"
         ) from None
     if DeltaTable.is_deltatable(str(path)):
-        return _with_properties(DeltaTable(str(path)), configuration or {})
+        return with_properties(DeltaTable(str(path)), configuration or {})
     try:
         return DeltaTable.create(
             str(path),
@@ -96,7 +96,8 @@ def ensure_table(
         raise ConfigError(f"cannot create the {name} Delta table at {path}: {err}") from None
 
 
-def _with_properties(table: DeltaTable, properties: dict[str, str]) -> DeltaTable:
+def with_properties(table: DeltaTable, properties: dict[str, str]) -> DeltaTable:
+    """``table`` with ``properties`` set, in one metadata commit when any differs."""
     current = table.metadata().configuration
     missing = {key: value for key, value in properties.items() if current.get(key) != value}
     if missing:

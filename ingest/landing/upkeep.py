@@ -27,7 +27,7 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from ingest.landing import crash_points
-from ingest.landing.bronze_writer import TABLE_CONFIGURATION
+from ingest.landing.bronze_writer import TABLE_CONFIGURATION, with_properties
 from ingest.landing.compaction import compact
 
 
@@ -49,7 +49,7 @@ def upkeep(path: Path, retention: Retention) -> dict[str, object]:
     """Compact, vacuum, checkpoint and clean the log of the table at ``path``; what each step did."""
     compacted = compact(path)
     table = DeltaTable(str(path))
-    _set_properties(table, retention.properties())
+    with_properties(table, retention.properties())
     vacuumed = table.vacuum(
         retention_hours=retention.vacuum_hours, dry_run=False, enforce_retention_duration=False
     )
@@ -67,14 +67,6 @@ def upkeep(path: Path, retention: Retention) -> dict[str, object]:
 
 def _log_files(path: Path) -> int:
     return sum(1 for _ in (path / "_delta_log").glob("0*"))
-
-
-def _set_properties(table: DeltaTable, wanted: dict[str, str]) -> None:
-    current = table.metadata().configuration
-    missing = {key: value for key, value in wanted.items() if current.get(key) != value}
-    if missing:
-        table.alter.set_table_properties(missing, raise_if_not_exists=False)
-        table.update_incremental()
 
 
 def main(argv: list[str]) -> int:
