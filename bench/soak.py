@@ -1,6 +1,6 @@
 """Soak: producer and ingest side by side for a long while, reported minute by minute.
 
-    python -m bench.soak [--minutes 120] [--rate 10000] [--compact-every 500]
+    python -m bench.soak [--minutes 120] [--rate 10000] [--compact-every 100]
 
 One ingest process with the production defaults (flush at 50,000 rows or 1 s), a producer at
 ``--rate`` events/s of mixed v1-v3 events on a fresh 6-partition topic. Every few seconds the
@@ -206,7 +206,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=120)
     parser.add_argument("--rate", type=float, default=10_000)
-    parser.add_argument("--compact-every", type=int, default=500, help="compact_every_commits")
+    parser.add_argument("--compact-every", type=int, default=100, help="compact_every_commits")
     args = parser.parse_args()
     rows, summary = soak(args.minutes, args.rate, args.compact_every)
     _record(rows, summary, args)
