@@ -27,7 +27,7 @@ from google.protobuf.message import Message
 
 from ingest.dev.producer.publish import SERIALIZER_CONF, ensure_topic, schema_id_of
 from ingest.landing import wire_format as wire
-from ingest.landing.bronze_columns import field_column
+from tests.expected_rows import expected_row
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
@@ -136,22 +136,6 @@ def _produce(stack, topic: str, serializers: dict[str, ProtobufSerializer], even
     return sent
 
 
-def _expected(event: Message, columns: list[str]) -> dict[str, object]:
-    """``event`` as a bronze row over ``columns``: each of its fields as sent, NULL for the columns
-    of other types and for an unset Timestamp (other unset proto3 fields read as their default)."""
-    fields = {f.name: f for f in event.DESCRIPTOR.fields}
-    row: dict[str, object] = {"_message_type": event.DESCRIPTOR.full_name}
-    for name in columns:
-        f = fields.get(name)
-        if f is None:
-            row[name] = None
-        elif field_column(f).kind == "timestamp":
-            row[name] = getattr(event, name).ToDatetime(dt.UTC) if event.HasField(name) else None
-        else:
-            row[name] = getattr(event, name)
-    return row
-
-
 def _assert_landed_as_sent(warehouse, sent: list) -> None:
     """Every bronze row is the record produced at its partition and offset, field by field."""
     rows = bronze(warehouse).to_pylist()
@@ -162,7 +146,7 @@ def _assert_landed_as_sent(warehouse, sent: list) -> None:
     columns = [c for c in rows[0] if not c.startswith("_") and c != "event_date"]
     for row in rows:
         framed, event = produced[row["_kafka_partition"]][row["_kafka_offset"]]
-        want = _expected(event, columns)
+        want = expected_row(event, columns)
         assert {k: row[k] for k in want} == want, (row["_kafka_partition"], row["_kafka_offset"])
         assert row["_schema_id"] == schema_id_of(framed)
 

@@ -30,6 +30,7 @@ from ingest.landing.lander import Lander
 from ingest.landing.ownership import PartitionOwnership
 from ingest.landing.registry import RegistrySchema, build_schema
 from ingest.landing.schema_guard import ColumnRegistry
+from tests.expected_rows import expected_row
 
 F = descriptor_pb2.FieldDescriptorProto
 TOPIC = "events"
@@ -122,31 +123,11 @@ def _mixed_events() -> list[ProtoMessage]:
     return events
 
 
-def _expected(event: ProtoMessage, columns: list[str]) -> dict[str, object]:
-    """What ``event`` must land as in ``columns``: each of its fields as sent, NULL elsewhere.
-
-    A Timestamp that was not set is NULL; other unset proto3 fields read as their default,
-    which is what the producer's reader would see too.
-    """
-    fields = {f.name: f for f in event.DESCRIPTOR.fields}
-    row: dict[str, object] = {}
-    for name in columns:
-        f = fields.get(name)
-        if f is None:
-            row[name] = None
-        elif field_column(f).kind == "timestamp":
-            row[name] = getattr(event, name).ToDatetime(dt.UTC) if event.HasField(name) else None
-        else:
-            row[name] = getattr(event, name)
-    row["_message_type"] = event.DESCRIPTOR.full_name
-    return row
-
-
 def _assert_landed_as_sent(rows: list[dict], sent: dict[int, ProtoMessage]) -> None:
     proto_columns = [c for c in rows[0] if not c.startswith("_") and c != "event_date"]
     assert sorted(r["_kafka_offset"] for r in rows) == sorted(sent)
     for row in rows:
-        want = _expected(sent[row["_kafka_offset"]], proto_columns)
+        want = expected_row(sent[row["_kafka_offset"]], proto_columns)
         assert {k: row[k] for k in want} == want, row["_kafka_offset"]
 
 
