@@ -44,6 +44,8 @@ def _status(env: dict[str, str], *flags: str) -> tuple[int, dict, float]:
     out = _cli(env, "status", "--json", *flags)
     took = time.monotonic() - started
     assert out.stdout, out.stderr[-3000:]
+    # A signal (seen once: SIGABRT after a complete report) shows what the process printed last.
+    assert out.returncode >= 0, f"ingest status died of signal {-out.returncode}: {out.stderr[-3000:]}"
     return out.returncode, json.loads(out.stdout), took
 
 
