@@ -7,6 +7,7 @@ this file only wires them together and turns gamelake's errors into clear messag
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -61,8 +62,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    return _dispatch(build_parser().parse_args(argv))
+
+
+def run() -> None:
+    """The console script's and ``python -m ingest.cli``'s entry point: ``main`` and its exit code.
+
+    A command that sets ``exit_at_once`` (``status``) leaves through ``os._exit`` once its output
+    is flushed: after a complete report, Arrow's native thread pools could still abort the
+    interpreter's teardown (``terminate called without an active exception``, SIGABRT), turning a
+    monitor's 0/1/2 into a signal. Such a command holds nothing that needs atexit handlers.
+    """
+    args = build_parser().parse_args()
+    code = _dispatch(args)
+    if getattr(args, "exit_at_once", False):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    else:
+        sys.exit(code)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
@@ -81,4 +102,4 @@ def _failed(command: str, what: str, exit_code: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

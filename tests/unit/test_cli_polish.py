@@ -166,3 +166,18 @@ def test_a_bad_secret_in_the_settings_file_is_not_echoed(file, tmp_path):
     with pytest.raises(ConfigError) as err:
         load_settings(config)
     assert "value not shown" in str(err.value) and "hunter2" not in str(err.value)
+
+
+@pytest.mark.parametrize(("command", "at_once"), [(["status"], True), (["games", "sync"], False)])
+def test_only_status_leaves_through_os_exit_with_its_exit_code(monkeypatch, command, at_once) -> None:
+    """`status` skips the interpreter's teardown (a native pool could abort it after the report);
+    every other command exits normally, so atexit handlers (Spark's) still run."""
+    import ingest.cli as cli
+
+    left: list[tuple[str, int]] = []
+    monkeypatch.setattr(sys, "argv", ["ingest", *command])
+    monkeypatch.setattr(cli, "_dispatch", lambda args: 1)
+    monkeypatch.setattr(os, "_exit", lambda code: left.append(("os._exit", code)))
+    monkeypatch.setattr(sys, "exit", lambda code: left.append(("sys.exit", code)))
+    cli.run()
+    assert left == [("os._exit" if at_once else "sys.exit", 1)]

@@ -84,4 +84,4 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     add_settings_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the same report as JSON")
-    parser.set_defaults(handler=_command)
+    parser.set_defaults(handler=_command, exit_at_once=True)
