@@ -1,8 +1,7 @@
 """Bronze columns: how a protobuf field becomes a typed Arrow/Delta column, and the Kafka columns.
 
-A decoded field keeps its proto name. Its type follows the table below; anything without a
-flat equivalent (repeated fields, maps, nested messages other than Timestamp) lands as its
-canonical JSON text, so nothing is dropped.
+A decoded field keeps its proto name, and its native type (proto_arrow.py has the mapping:
+messages are structs, repeated fields arrays, maps maps).
 """
 
 from __future__ import annotations
@@ -10,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
-TIMESTAMP = pa.timestamp("us", tz="UTC")
+from ingest.landing.proto_arrow import TIMESTAMP, FieldReader, message_fields
+
 PARTITION_COLUMN = "event_date"
 EVENT_TIME_FIELD = "event_timestamp"
 # Bronze table property per message type: its fields' numbers as JSON, {name: number} (the guard's
@@ -33,58 +34,51 @@ KAFKA_COLUMNS = pa.schema(
 )
 RESERVED_NAMES = frozenset([*KAFKA_COLUMNS.names, PARTITION_COLUMN])
 
-_SCALARS: dict[int, pa.DataType] = {
-    FieldDescriptor.TYPE_DOUBLE: pa.float64(),
-    FieldDescriptor.TYPE_FLOAT: pa.float32(),
-    FieldDescriptor.TYPE_INT64: pa.int64(),
-    FieldDescriptor.TYPE_SINT64: pa.int64(),
-    FieldDescriptor.TYPE_SFIXED64: pa.int64(),
-    FieldDescriptor.TYPE_UINT64: pa.decimal128(20, 0),
-    FieldDescriptor.TYPE_FIXED64: pa.decimal128(20, 0),
-    FieldDescriptor.TYPE_INT32: pa.int32(),
-    FieldDescriptor.TYPE_SINT32: pa.int32(),
-    FieldDescriptor.TYPE_SFIXED32: pa.int32(),
-    FieldDescriptor.TYPE_UINT32: pa.int64(),
-    FieldDescriptor.TYPE_FIXED32: pa.int64(),
-    FieldDescriptor.TYPE_BOOL: pa.bool_(),
-    FieldDescriptor.TYPE_STRING: pa.string(),
-    FieldDescriptor.TYPE_BYTES: pa.binary(),
-    FieldDescriptor.TYPE_ENUM: pa.string(),
-}
-
 
 @dataclass(frozen=True)
 class FieldColumn:
-    """One proto field and the bronze column it lands in."""
+    """One top-level proto field (or oneof case) and the bronze column it lands in."""
 
-    name: str
-    number: int
-    arrow_type: pa.DataType
-    kind: str  # "scalar", "enum", "timestamp" or "json"
-    descriptor: FieldDescriptor
+    reader: FieldReader
+
+    @property
+    def name(self) -> str:
+        return self.reader.name
+
+    @property
+    def number(self) -> int | None:
+        return self.reader.number
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        return self.reader.converter.arrow_type
+
+    @property
+    def kind(self) -> str:
+        """The converter's kind in lower case: "scalar", "enum", "timestamp", "struct", "listof"..."""
+        return type(self.reader.converter).__name__.lower()
 
     @property
     def arrow_field(self) -> pa.Field:
         return pa.field(self.name, self.arrow_type)
 
+    def read(self, messages: list[Message]) -> pa.Array:
+        return self.reader.read(messages)
 
-def _is_repeated(field: FieldDescriptor) -> bool:
-    # protobuf 6 prefers is_repeated; older runtimes only have label.
-    flag = getattr(field, "is_repeated", None)
-    if flag is not None:
-        return bool(flag)
-    return bool(field.label == FieldDescriptor.LABEL_REPEATED)
+    def message_types(self) -> dict[str, dict[str, int]]:
+        """Field numbers of the message types nested in this column (it is a struct, list, map)."""
+        return self.reader.converter.message_types()
+
+
+def message_columns(message: Descriptor) -> list[FieldColumn]:
+    """The bronze columns of ``message``: its fields, then a case column per oneof."""
+    return [FieldColumn(reader) for reader in message_fields(message)]
 
 
 def field_column(field: FieldDescriptor) -> FieldColumn:
-    if _is_repeated(field):
-        return FieldColumn(field.name, field.number, pa.string(), "json", field)
-    if field.type == FieldDescriptor.TYPE_MESSAGE:
-        if field.message_type.full_name == "google.protobuf.Timestamp":
-            return FieldColumn(field.name, field.number, TIMESTAMP, "timestamp", field)
-        return FieldColumn(field.name, field.number, pa.string(), "json", field)
-    kind = "enum" if field.type == FieldDescriptor.TYPE_ENUM else "scalar"
-    return FieldColumn(field.name, field.number, _SCALARS[field.type], kind, field)
+    """The bronze column of one top-level field of ``field.containing_type``."""
+    readers = message_fields(field.containing_type)
+    return FieldColumn(next(r for r in readers if r.name == field.name and r.number == field.number))
 
 
 def type_name(arrow_type: pa.DataType) -> str:

@@ -22,7 +22,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Field, PostCommitHookProperties, Transaction
+from deltalake import (
+    CommitProperties,
+    DeltaTable,
+    Field,
+    PostCommitHookProperties,
+    Transaction,
+    write_deltalake,
+)
 from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction, RemoveAction
 
@@ -33,7 +40,6 @@ from ingest.landing.bronze_columns import (
     KAFKA_COLUMNS,
     PARTITION_COLUMN,
     TIMESTAMP,
-    FieldColumn,
 )
 from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.landing.schema_guard import ColumnRegistry, FieldNumbers, KnownColumn
@@ -126,10 +132,13 @@ class BronzeWriter:
         known = {f.name: KnownColumn(f.name, f.type) for f in pa.schema(table.schema().to_arrow())}
         return ColumnRegistry(known, _field_numbers(table.metadata().configuration))
 
-    def evolve(self, columns: list[FieldColumn], numbers: FieldNumbers) -> None:
-        """Schema evolution, in commits of their own before the rows: new nullable columns, then
-        the field numbers of the message types in ``numbers`` (merged with what bronze holds)."""
-        self._add_fields([c.arrow_field for c in columns])
+    def evolve(self, columns: list[pa.Field], numbers: FieldNumbers) -> None:
+        """Schema evolution, in commits of their own before the rows: new nullable columns, structs
+        widened with their new fields, then the field numbers of the message types in ``numbers``
+        (merged with what bronze holds)."""
+        latest = {c.name: c for c in columns}  # a column widened twice in a batch: its last type
+        self._add_fields(list(latest.values()))
+        self._widen(list(latest.values()))
         if numbers:
             held = _field_numbers(self.refresh().metadata().configuration)
             properties = {
@@ -143,6 +152,23 @@ class BronzeWriter:
         fresh = [Field.from_arrow(f) for f in fields if f.name not in existing]
         if fresh:
             self.table.alter.add_columns(fresh)
+
+    def _widen(self, fields: list[pa.Field]) -> None:
+        """Give existing columns the wider types of ``fields`` (structs that gained fields, at any
+        depth): one empty append that merges the schema, a metadata-only commit."""
+        schema = pa.schema(self.refresh().schema().to_arrow())
+        wider = {f.name: f for f in fields if f.name in schema.names and f.type != schema.field(f.name).type}
+        if not wider:
+            return
+        merged = pa.schema([wider.get(f.name, f) for f in schema])
+        write_deltalake(
+            self.table,
+            merged.empty_table(),
+            mode="append",
+            schema_mode="merge",
+            partition_by=[PARTITION_COLUMN],
+        )
+        self.table.update_incremental()
 
     def landed(self, tp: TopicPartition) -> int | None:
         """The last offset of ``tp`` stored in Delta, or None."""
@@ -253,19 +279,35 @@ def _stats(table: pa.Table) -> str:
     """Delta file statistics: record count, null counts, min/max of every column that has them.
 
     Without min/max a column cannot be used to skip files, and delta-rs's dataset then answers
-    a filter on it with no rows at all; binary columns have none in Delta's protocol.
+    a filter on it with no rows at all; binary columns have none in Delta's protocol. A struct's
+    statistics nest, field by field; arrays and maps have a null count only.
     """
-    nulls: dict[str, int] = {}
+    nulls, mins, maxs = _column_stats(table.column_names, table.columns)
+    return json.dumps(
+        {"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    )
+
+
+def _column_stats(
+    names: list[str], columns: list[pa.ChunkedArray]
+) -> tuple[dict[str, object], dict[str, object], dict[str, object]]:
+    nulls: dict[str, object] = {}
     mins: dict[str, object] = {}
     maxs: dict[str, object] = {}
-    for name, column in zip(table.column_names, table.columns, strict=True):
+    for name, column in zip(names, columns, strict=True):
+        if pa.types.is_struct(column.type):
+            # flatten() gives each field with its parent's nulls, as Delta counts them.
+            inner = _column_stats([f.name for f in column.type], column.flatten())
+            nulls[name] = inner[0]
+            for target, found in zip((mins, maxs), inner[1:], strict=True):
+                if found:
+                    target[name] = found
+            continue
         nulls[name] = column.null_count
         bounds = _bounds(column) if column.null_count < len(column) else None
         if bounds is not None:
             mins[name], maxs[name] = bounds
-    return json.dumps(
-        {"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
-    )
+    return nulls, mins, maxs
 
 
 def _bounds(column: pa.ChunkedArray) -> tuple[object, object] | None:

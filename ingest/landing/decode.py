@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from google.protobuf import json_format, message_factory
+from google.protobuf import message_factory
 from google.protobuf.message import Message
 
 from ingest.core.errors import (
@@ -40,7 +38,7 @@ from ingest.landing.bronze_columns import (
     PARTITION_COLUMN,
     TIMESTAMP,
     FieldColumn,
-    field_column,
+    message_columns,
 )
 from ingest.landing.registry import RegistryClient, UnknownSchemaId, lookup_with_retry
 from ingest.landing.schema_guard import ColumnRegistry, FieldNumbers
@@ -72,7 +70,8 @@ class DecodedBatch:
     table: pa.Table | None
     dead_letters: list[DeadLetter]
     schema_ids: set[int]
-    new_columns: list[FieldColumn] = field(default_factory=list)
+    # Bronze columns to add, or to widen (a struct that gained fields): name and full type.
+    new_columns: list[pa.Field] = field(default_factory=list)
     # The field numbers of each message type whose numbers bronze does not hold yet.
     field_numbers: FieldNumbers = field(default_factory=dict)
     # Topic, partition and offset of every record of the batch, dead letters included.
@@ -146,16 +145,6 @@ class Plan:
         """The message type's full name, e.g. ``gamelake.events.GameEvent``."""
         return str(self.message_class.DESCRIPTOR.full_name)
 
-    def __post_init__(self) -> None:
-        self._getters = [(c, attrgetter(c.name)) for c in self.columns if c.kind in ("scalar", "enum")]
-        self._enum_names = {
-            c.name: {v.number: v.name for v in c.descriptor.enum_type.values}
-            for c in self.columns
-            if c.kind == "enum"
-        }
-        self._timestamps = [c for c in self.columns if c.kind == "timestamp"]
-        self._json = [c for c in self.columns if c.kind == "json"]
-
     def parse(self, payloads: list[bytes]) -> tuple[list[Message], list[int], list[tuple[int, str]]]:
         """Parse each payload; returns (messages, their positions, [(position, error)])."""
         parse = self.message_class.FromString
@@ -176,42 +165,15 @@ class Plan:
         return messages, good, bad
 
     def columns_of(self, messages: list[Message]) -> dict[str, pa.Array]:
-        """One Arrow array per field: each field is read over all messages in one C-level map."""
-        out: dict[str, pa.Array] = {}
-        for col, getter in self._getters:
-            values = list(map(getter, messages))
-            names = self._enum_names.get(col.name)
-            if names is not None:
-                values = [names.get(v, str(v)) for v in values]
-            out[col.name] = pa.array(values, col.arrow_type)
-        for col in self._timestamps:
-            out[col.name] = _timestamp_array(col.name, messages)
-        for col in self._json:
-            out[col.name] = pa.array([_json_value(m, col.name) for m in messages], pa.string())
-        return out
+        """One Arrow array per column, each read over all messages at once (proto_arrow.py)."""
+        return {c.name: c.read(messages) for c in self.columns}
 
-
-def _timestamp_array(name: str, messages: list[Message]) -> pa.Array:
-    stamps = list(map(attrgetter(name), messages))
-    seconds = pa.array(list(map(_SECONDS, stamps)), pa.int64())
-    nanos = pa.array(list(map(_NANOS, stamps)), pa.int64())
-    micros = pc.add(pc.multiply(seconds, 1_000_000), pc.divide(nanos, 1_000))
-    unset = pc.and_(pc.equal(seconds, 0), pc.equal(nanos, 0))
-    if pc.any(unset).as_py():  # an all-zero Timestamp may be unset: ask those messages
-        present = [True] * len(messages)
-        for i in pc.indices_nonzero(unset).to_pylist():
-            present[i] = messages[i].HasField(name)
-        micros = pc.if_else(pa.array(present), micros, pa.nulls(len(messages), pa.int64()))
-    return micros.cast(TIMESTAMP)
-
-
-_SECONDS = attrgetter("seconds")
-_NANOS = attrgetter("nanos")
-
-
-def _json_value(message: Message, name: str) -> str | None:
-    as_dict = json_format.MessageToDict(message, preserving_proto_field_name=True)
-    return json.dumps(as_dict[name], sort_keys=True) if name in as_dict else None
+    def nested_types(self) -> FieldNumbers:
+        """The field numbers of every message type nested natively in this plan's columns."""
+        found: FieldNumbers = {}
+        for c in self.columns:
+            found.update(c.message_types())
+        return found
 
 
 def _key_text(keys: pa.Array) -> pa.Array:
@@ -267,7 +229,7 @@ class Decoder:
             plan = Plan(
                 schema_id,
                 message_factory.GetMessageClass(descriptor),
-                [field_column(f) for f in descriptor.fields],
+                message_columns(descriptor),
             )
         except Exception as err:  # a type the runtime cannot make a class or a column of
             raise SchemaBuildError(
@@ -288,7 +250,7 @@ class Decoder:
         dead = [DeadLetter(records[i], _located(err, records[i])) for i, err in unframed]
         tables: list[pa.Table] = []
         schema_ids: set[int] = set()
-        new_columns: list[FieldColumn] = []
+        new_columns: list[pa.Field] = []
         for group in groups:
             bad: list[tuple[int, MessageError]]
             try:
@@ -296,7 +258,7 @@ class Decoder:
             except (SchemaLookupError, SchemaBuildError, SchemaGuardError) as err:
                 bad = [(i, err) for i in group.positions]
             else:
-                new_columns += guard.accept(plan.message_type, plan.columns)
+                new_columns += guard.accept(plan.message_type, plan.columns, plan.nested_types())
                 table, bad = self._group_table(plan, group.payloads, group.positions, kafka)
                 if table is not None:
                     tables.append(table)
@@ -307,7 +269,7 @@ class Decoder:
 
     def _checked_plan(self, schema_id: int, indexes: tuple[int, ...], guard: ColumnRegistry) -> Plan:
         plan = self.plan(schema_id, indexes)
-        problems = guard.violations(plan.message_type, plan.columns)
+        problems = guard.violations(plan.message_type, plan.columns, plan.nested_types())
         if problems:
             refused = "; ".join(problems)
             raise SchemaGuardError(

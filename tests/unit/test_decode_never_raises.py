@@ -164,11 +164,14 @@ def test_random_schemas_and_random_bytes_never_raise_and_every_record_is_account
 
 def _any_schema() -> descriptor_pb2.FileDescriptorProto:
     file = descriptor_pb2.FileDescriptorProto(name="studio/any.proto", package="studio", syntax="proto3")
-    file.dependency.append("google/protobuf/any.proto")  # registered without a reference
+    file.dependency.extend(["google/protobuf/any.proto", "google/protobuf/struct.proto"])  # no references
     message = file.message_type.add(name="Event")
     message.field.add(name="id", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
     message.field.add(
         name="extra", number=2, type=F.TYPE_MESSAGE, type_name=".google.protobuf.Any", label=F.LABEL_OPTIONAL
+    )
+    message.field.add(
+        name="data", number=3, type=F.TYPE_MESSAGE, type_name=".google.protobuf.Value", label=F.LABEL_OPTIONAL
     )
     return file
 
@@ -177,7 +180,8 @@ def test_a_message_whose_values_cannot_be_read_is_a_dead_letter_and_its_neighbou
     registry = _Registry(_any_schema())
     event = message_factory.GetMessageClass(registry.built.pool.FindMessageTypeByName("studio.Event"))
     good, bad = event(id="a"), event(id="b")
-    bad.extra.type_url = "type.googleapis.com/studio.Unknown"  # MessageToDict cannot render it
+    bad.extra.type_url = "type.googleapis.com/studio.Unknown"  # lands: an Any is a struct of its own
+    bad.data.number_value = float("inf")  # JSON has no infinity: MessageToDict cannot render it
     records = [
         _record(wire_format.frame(1, m.SerializeToString()), i) for i, m in enumerate([good, bad, good])
     ]

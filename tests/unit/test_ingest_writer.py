@@ -67,7 +67,9 @@ def test_a_lost_commit_race_on_other_partitions_is_retried_with_the_same_files(t
 def test_new_columns_are_added_and_field_numbers_are_kept_per_message_type(tmp_path):
     writer = BronzeWriter(tmp_path / "bronze", "app")
     fields = [field_column(f) for f in load_version(2).message_class.DESCRIPTOR.fields]
-    writer.evolve(fields, {"gamelake.events.GameEvent": {f.name: f.number for f in fields}})
+    writer.evolve(
+        [f.arrow_field for f in fields], {"gamelake.events.GameEvent": {f.name: f.number for f in fields}}
+    )
     writer.evolve([], {"studio.Purchase": {"purchase_id": 1}})
     writer.evolve([], {"gamelake.events.GameEvent": {"platform": 11}})  # merged, not replaced
     known = writer.columns()
