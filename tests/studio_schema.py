@@ -151,10 +151,7 @@ def _tree(node: Message, depth: int) -> dict[str, Any]:
     """Natively nested three levels deep (the recursion limit), then the rest as JSON text."""
     child: Any = None
     if node.HasField("child"):
-        if depth < 3:
-            child = _tree(node.child, depth + 1)
-        else:
-            child = _node_json(node.child)
+        child = _tree(node.child, depth + 1) if depth < 3 else _node_json(node.child)
     return {"label": node.label, "child": child}
 
 

@@ -373,6 +373,69 @@ def test_spark_reads_string_boolean_and_decimal_filters_on_bronze_statistics(
         assert table.where(predicate).count() == rows, predicate
 
 
+def test_spark_reads_the_ingests_native_nested_columns(lake: Lake, tmp_path: Path) -> None:
+    # Structs, arrays, maps, binary, decimals and JSON text as the ingest's writer lands them.
+    from tests.studio_schema import comparable, expected
+    from tests.unit.test_native_types import write_studio_bronze
+
+    sent = write_studio_bronze(tmp_path / "bronze")
+    table = lake.spark.read.format("delta").load(str(tmp_path / "bronze"))
+    rows = {row["event_id"]: _plain(row.asDict(recursive=True)) for row in table.collect()}
+    for row in rows.values():  # Spark gives a map as a dict, pyarrow as (key, value) pairs
+        row["stats"], row["wallet"] = list(row["stats"].items()), list(row["wallet"].items())
+    for message in sent:
+        want = expected(message)
+        want.pop("event_timestamp")  # Spark shows it in the session's time zone, compared below
+        got = comparable(rows[message.event_id])
+        got.pop("event_timestamp")
+        assert got == want, message.event_id
+    bows = [m.event_id for m in sent if m.HasField("loadout") and m.loadout.weapon == "bow"]
+    assert sorted(r.event_id for r in table.where("loadout.weapon = 'bow'").collect()) == sorted(bows)
+    kills = [m.stats["kills"] for m in sent if "kills" in m.stats]
+    assert table.where("stats['kills'] is not null").count() == len(kills)
+    stamps = table.selectExpr("event_id", "cast(unix_micros(event_timestamp) as bigint) as micros").collect()
+    set_stamps = {
+        m.event_id: m.event_timestamp.ToMicroseconds() for m in sent if m.HasField("event_timestamp")
+    }
+    assert {r.event_id: r.micros for r in stamps if r.micros is not None} == set_stamps
+
+
+def _plain(value: Any) -> Any:
+    """A Spark row's values as pyarrow's to_pylist gives them: bytes, not bytearray."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return value
+
+
+def test_nested_producer_fields_reach_staging_and_silver_natively(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    nested = {"loadout": {"weapon": "bow", "level": 3}, "perks": ["swift", "stone"], "tallies": {"kills": 4}}
+    rows = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=4), **nested) for _ in range(3)]
+    types = "loadout struct<weapon:string,level:int>, perks array<string>, tallies map<string,bigint>"
+    lake.land(rows, support.schema_for(4, types))
+
+    lake.build(
+        "build with nested producer fields",
+        "stg_bronze__game_events",
+        "stg_bronze__new_events",
+        f"silver_{ACTIVE}",
+    )
+
+    ids = ", ".join(f"'{row['event_id']}'" for row in rows)
+    query = (
+        "select loadout.weapon as weapon, perks[1] as perk, tallies['kills'] as kills "
+        "from {} where event_id in ({})"
+    )
+    for relation in ("bronze.stg_bronze__game_events", f"silver.silver_{ACTIVE}"):
+        found = [tuple(r) for r in lake.spark.sql(query.format(relation, ids)).collect()]
+        assert found == [("bow", "stone", 4)] * 3, relation
+
+
 def test_docs_site_shows_each_games_lineage(lake: Lake, tmp_path: Path) -> None:
     lake.dbt("docs", "generate")
     docs_site.finish(lake.project / "target")

@@ -186,3 +186,11 @@ def test_nested_types_numbers_are_recorded_per_message_type(version: int) -> Non
     assert numbers["studio.Node"] == {"label": 1, "child": 2}
     assert "outcome" not in numbers["studio.Match"], "a oneof's case column has no field number"
     assert ("skin" in numbers["studio.Match.Loadout"]) == (version == 2)
+
+
+def write_studio_bronze(path: Path, count: int = 40) -> list:
+    """A bronze of ``count`` studio matches, written by the service's decoder and writer."""
+    writer = BronzeWriter(path, "app")
+    sent = matches(1, count, seed=5)
+    _land(writer, _decoded(1, sent, writer.columns()))
+    return sent
