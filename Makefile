@@ -18,7 +18,7 @@ FRESH_RATE ?= 20000
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer docs docs-serve lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer bench-decode docs docs-serve lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -104,6 +104,9 @@ bench-throughput: setup ## Silver rows/s on a 1,000,000-event batch: dbt against
 
 bench-incremental: setup ## Incremental dbt build cost vs history and games (bench/results/incremental.md)
 	bench/incremental.sh
+
+bench-decode: setup ## Decode CPU per event, nested studio schema against the flat event (bench/results/decode_nested.md)
+	$(BIN)/python -m bench.decode_nested
 
 bench-writer: setup ## Measure the bronze writer: delta-rs vs Spark on the same batches (bench/results/writer_choice.md)
 	$(BIN)/python -m bench.writer_choice

@@ -166,7 +166,7 @@ class ListOf(Converter):
     element: Converter
 
     @property
-    def arrow_type(self) -> pa.DataType:  # type: ignore[override]
+    def arrow_type(self) -> pa.DataType:
         return pa.list_(pa.field("element", self.element.arrow_type))
 
     def convert(self, values: list[Any], present: Mask = None) -> pa.Array:
@@ -184,7 +184,7 @@ class MapOf(Converter):
     value: Converter
 
     @property
-    def arrow_type(self) -> pa.DataType:  # type: ignore[override]
+    def arrow_type(self) -> pa.DataType:
         return pa.map_(self.key.arrow_type, self.value.arrow_type)
 
     def convert(self, values: list[Any], present: Mask = None) -> pa.Array:
@@ -236,7 +236,7 @@ class Struct(Converter):
     fields: list[FieldReader]
 
     @property
-    def arrow_type(self) -> pa.DataType:  # type: ignore[override]
+    def arrow_type(self) -> pa.DataType:
         return pa.struct([pa.field(f.name, f.converter.arrow_type) for f in self.fields])
 
     def convert(self, values: list[Any], present: Mask = None) -> pa.Array:

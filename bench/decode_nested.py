@@ -1,0 +1,149 @@
+"""Decode cost per event, nested against flat: the studio schema against the demo's flat event.
+
+    python -m bench.decode_nested [--events 50000] [--repeats 5]
+
+The same decoder the service runs (``Decoder.decode``: framing, parse, every column to Arrow)
+decodes ``--events`` records of each schema, ``--repeats`` times; the fastest run of each
+counts (CPU seconds of this process, ``time.process_time``). Nested: tests/protos/studio v1,
+a foreign producer's match with a struct, arrays, maps of scalars and of structs, a oneof,
+optional, enum, bytes, uint64, Timestamp, Duration, wrappers, a recursive message and a Struct
+(two thirds of the records with most fields set, one third empty). Flat: the demo's
+``GameEvent`` v4, 15 scalar fields and a Timestamp. The schemas are built in process as the
+registry client builds them (a registry lookup happens once per schema id, not per event).
+Results are printed and appended, with machine and date, to bench/results/decode_nested.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Message
+from google.protobuf import descriptor_pool
+
+from ingest.core.paths import PROJECT_DIR
+from ingest.dev.demo_schemas import load_version
+from ingest.dev.producer.datagen import EventGenerator
+from ingest.landing import wire_format
+from ingest.landing.decode import Decoder
+from ingest.landing.registry import build_schema
+from ingest.landing.schema_guard import ColumnRegistry
+from tests.studio_schema import matches, studio_schema
+
+RESULTS = PROJECT_DIR / "bench" / "results" / "decode_nested.md"
+NESTED_ID, FLAT_ID = 1, 4
+TARGET = 1.5
+
+
+class _Schemas:
+    """Schema id 1: the studio match; id 4: the demo's flat GameEvent v4."""
+
+    def schema(self, schema_id: int):
+        if schema_id == FLAT_ID:
+            return build_schema(FLAT_ID, load_version(4).file_descriptor_proto)
+        studio = studio_schema(1)
+        pool = descriptor_pool.DescriptorPool()
+        common = build_schema(0, studio.common, pool)
+        return build_schema(NESTED_ID, studio.match, pool, [common.file])
+
+
+def _records(schema_id: int, payloads: list[bytes]) -> list[Message]:
+    now_ms = int(time.time() * 1000)
+    return [
+        Message(
+            topic="bench",
+            partition=0,
+            offset=i,
+            key=None,
+            value=wire_format.frame(schema_id, p),
+            timestamp=(1, now_ms),
+        )
+        for i, p in enumerate(payloads)
+    ]
+
+
+def _flat_payloads(count: int) -> list[bytes]:
+    version = load_version(4)
+    events = EventGenerator(["space_raiders", "kart_legends"], [4], seed=3).events(count)
+    return [version.message_class(**e.fields(version.field_names)).SerializeToString() for e in events]
+
+
+def _best_cpu(run: Callable[[], object], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.process_time()
+        run()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def measure(events: int, repeats: int) -> dict[str, dict[str, float]]:
+    decoder = Decoder(_Schemas(), 0, 0.0)
+    found = {}
+    for name, schema_id, payloads in [
+        ("flat (GameEvent v4)", FLAT_ID, _flat_payloads(events)),
+        ("nested (studio Match v1)", NESTED_ID, [m.SerializeToString() for m in matches(1, events, seed=9)]),
+    ]:
+        records = _records(schema_id, payloads)
+        first = decoder.decode(records, ColumnRegistry())  # warm: the plan is built once per id
+        assert first.table is not None and not first.dead_letters, first.dead_letters[:1]
+        seconds = _best_cpu(lambda records=records: decoder.decode(records, ColumnRegistry()), repeats)
+        found[name] = {
+            "us_per_event": seconds / events * 1e6,
+            "events_per_s": events / seconds,
+            "bytes_per_event": sum(map(len, payloads)) / events,
+            "columns": first.table.num_columns,
+        }
+    return found
+
+
+def _record(found: dict[str, dict[str, float]], events: int, repeats: int, ratio: float) -> str:
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines = [
+        f"## {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        "",
+        f"- machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, load average {load}",
+        f"- settings: {events:,} events per schema, best of {repeats} runs, CPU time of the decoding process",
+        "",
+        "| schema | bytes/event | bronze columns | CPU µs/event | events/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, row in found.items():
+        lines.append(
+            f"| {name} | {row['bytes_per_event']:.0f} | {row['columns']:.0f} | "
+            f"{row['us_per_event']:.2f} | {row['events_per_s']:,.0f} |"
+        )
+    verdict = "met" if ratio <= TARGET else "missed"
+    lines += ["", f"Nested / flat CPU per event: {ratio:.2f}x (target {TARGET}x: {verdict}).", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    found = measure(args.events, args.repeats)
+    flat, nested = found.values()
+    ratio = nested["us_per_event"] / flat["us_per_event"]
+    section = _record(found, args.events, args.repeats, ratio)
+    print(section)
+    if not RESULTS.exists():
+        RESULTS.write_text(
+            "# Decode cost per event: nested against flat\n\n"
+            "Written by `python -m bench.decode_nested` (`make bench-decode`); one section per run.\n\n"
+        )
+    with RESULTS.open("a") as out:
+        out.write(section + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
