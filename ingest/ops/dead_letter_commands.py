@@ -20,8 +20,11 @@ same dead letters race on the dead-letter table; the loser retries and finds the
 
 It works beside a running service: the service's commits carry only its offsets' app ids, so
 they never fence a replay nor a replay them (a service commit that takes the version a replay
-aimed for is a lost commit race, retried after the same check), and the service never lands a
-record it dead-lettered (doc/DESIGN.md, "Why landing is exactly-once", point 6).
+aimed for is a lost commit race, retried after the same check). Nor do the two land the same
+record: with the dead-letter table, a batch the service reads again keeps what it dead-lettered
+out of bronze (doc/DESIGN.md, "Why landing is exactly-once", point 6); the topic sink cannot be
+read back so, and there replay leaves a dead letter the service's offset has not passed yet
+(``in_flight``, from the same snapshot) for a later run, as the service may still land it.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from ingest.core.settings import IngestSettings
 from ingest.landing.bronze_writer import BronzeWriter, Fence, FencedError
 from ingest.landing.dead_letters import DEAD_LETTER_SCHEMA, TOPIC_HEADERS, dead_letter_id
 from ingest.landing.decode import DecodedBatch, Decoder, KafkaRecord
+from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.landing.registry import RegistryClient
 from ingest.ops.dead_letter_purge import purge
 
@@ -209,7 +213,7 @@ def replay_app_id(app_id: str) -> str:
 
 
 def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -> dict[str, Any]:
-    """Re-land ``letters``; returns counts of landed, already-present and still-failing records."""
+    """Re-land ``letters``; returns counts of landed, already-present, in-flight and still-failing records."""
     records = [StoredRecord(row) for row in letters.to_pylist()]
     writer = BronzeWriter(settings.bronze_path, settings.app_id)
     decoder = Decoder(
@@ -219,14 +223,15 @@ def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -
     failed = {_coordinate(d.record) for d in decoded.dead_letters}
     ok = {_coordinate(r) for r in records} - failed
     if dry_run or not ok:
-        present = _already_in_bronze(writer.refresh(), ok)
+        held = _held_back(settings, writer.refresh(), ok)
     else:
-        present = _land(writer, decoded, ok)
+        held = _land(settings, writer, decoded, ok)
         _stamp(settings, ok)
     return {
         "selected": len(records),
-        "landed": len(ok - present),
-        "already_in_bronze": len(present),
+        "landed": len(ok - held.present - held.in_flight),
+        "already_in_bronze": len(held.present),
+        "in_flight": len(held.in_flight),
         "still_failing": dict(Counter(d.error.stage for d in decoded.dead_letters)),
     }
 
@@ -235,8 +240,44 @@ def _coordinate(record: KafkaRecord) -> Coordinate:
     return (record.topic() or "", record.partition() or 0, record.offset() or 0)
 
 
-def _land(writer: BronzeWriter, decoded: DecodedBatch, ok: set[Coordinate]) -> set[Coordinate]:
-    """Land the rows of ``ok`` that bronze does not hold yet; returns those it held already.
+@dataclass(frozen=True)
+class HeldBack:
+    """The decoded letters a replay does not land, as one bronze snapshot shows them."""
+
+    present: set[Coordinate]  # bronze holds them already
+    in_flight: set[Coordinate]  # topic sink: the service has not passed them yet (``_in_flight``)
+
+
+def _held_back(settings: IngestSettings, bronze: DeltaTable, ok: set[Coordinate]) -> HeldBack:
+    present = _already_in_bronze(bronze, ok)
+    return HeldBack(present, _in_flight(settings, bronze, ok - present))
+
+
+def _in_flight(settings: IngestSettings, bronze: DeltaTable, coordinates: set[Coordinate]) -> set[Coordinate]:
+    """Topic sink: the ``coordinates`` above the service's offset for their partition in ``bronze``.
+
+    The service publishes a batch's dead letters before its bronze commit. When that commit never
+    happens (a crash, a fenced or stale batch) the batch is read again, and a record that decodes
+    by then lands in bronze; had a replay landed it meanwhile, it would be there twice. Once the
+    service's offset has passed a record it never lands it again (it resumes above, a zombie is
+    fenced), so from then on only a replay can. The dead-letter table needs no such wait: a
+    batch read again keeps what it dead-lettered out of bronze (``DeltaDeadLetters.in_doubt``).
+    """
+    if settings.dead_letter_sink != "topic":
+        return set()
+    partitions = {TopicPartition(t, p) for t, p, _ in coordinates}
+    landed = {tp: bronze.transaction_version(txn_app_id(settings.app_id, tp)) for tp in partitions}
+    return {c for c in coordinates if _above(c[2], landed[TopicPartition(c[0], c[1])])}
+
+
+def _above(offset: int, landed: int | None) -> bool:
+    return landed is None or offset > landed
+
+
+def _land(
+    settings: IngestSettings, writer: BronzeWriter, decoded: DecodedBatch, ok: set[Coordinate]
+) -> HeldBack:
+    """Land the rows of ``ok`` that bronze does not hold yet; returns those it held back.
 
     The replay fence is read from the same snapshot as the bronze check, and the commit moves it
     on only if it is still there (``Fence``). So two replays that both found a record missing
@@ -247,17 +288,17 @@ def _land(writer: BronzeWriter, decoded: DecodedBatch, ok: set[Coordinate]) -> s
     for _ in range(_REPLAY_ATTEMPTS):
         bronze = writer.refresh()
         fence = bronze.transaction_version(app)
-        present = _already_in_bronze(bronze, ok)
-        rows = _without(decoded.table, present)
+        held = _held_back(settings, bronze, ok)
+        rows = _without(decoded.table, held.present | held.in_flight)
         if not rows.num_rows:
-            return present
+            return held
         writer.evolve(decoded.new_columns, decoded.field_numbers)
         adds = writer.write_files(rows)
         try:
             writer.commit(adds, {}, {"replay": "dead_letters"}, [Fence(app, fence, _after(fence))])
         except FencedError:
             continue  # another replay committed since our check; its files stay for vacuum
-        return present
+        return held
     raise IngestError(
         f"{_REPLAY_ATTEMPTS} other replays committed to {writer.path} while this one checked bronze: "
         "nothing landed, run it again"
@@ -268,12 +309,12 @@ def _after(version: int | None) -> int:
     return 0 if version is None else version + 1
 
 
-def _without(table: pa.Table | None, present: set[Coordinate]) -> pa.Table:
-    """The rows of ``table`` whose coordinates are not in ``present``."""
+def _without(table: pa.Table | None, held: set[Coordinate]) -> pa.Table:
+    """The rows of ``table`` whose coordinates are not in ``held``."""
     assert table is not None, "some letters decoded, so the decoder returned their rows"
-    if not present:
+    if not held:
         return table
-    keys = [f"{t}:{p}:{o}" for t, p, o in present]
+    keys = [f"{t}:{p}:{o}" for t, p, o in held]
     coordinate = pc.binary_join_element_wise(
         table["_kafka_topic"],
         table["_kafka_partition"].cast(pa.string()),

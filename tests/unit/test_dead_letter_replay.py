@@ -14,8 +14,8 @@ from ingest.core.errors import SchemaLookupError
 from ingest.core.settings import IngestSettings
 from ingest.dev.demo_schemas import available_versions, load_version
 from ingest.landing import wire_format as wire
-from ingest.landing.bronze_writer import BronzeWriter
-from ingest.landing.dead_letters import DeltaDeadLetters
+from ingest.landing.bronze_writer import BronzeWriter, Landing
+from ingest.landing.dead_letters import DeltaDeadLetters, to_table
 from ingest.landing.decode import DeadLetter
 from ingest.landing.offsets import TopicPartition
 from ingest.landing.registry import UnknownSchemaId
@@ -51,7 +51,7 @@ def settings(tmp_path, monkeypatch) -> IngestSettings:
     return IngestSettings(warehouse_dir=tmp_path, topics=[TOPIC], metrics_port=0)
 
 
-def _dead_letters(settings: IngestSettings, offsets: range) -> None:
+def _letters(offsets: range) -> list[DeadLetter]:
     """Records of schema version 2 that were dead-lettered while the registry did not know it."""
     v2 = load_version(2).message_class
     letters = []
@@ -60,8 +60,12 @@ def _dead_letters(settings: IngestSettings, offsets: range) -> None:
         record = Message(topic=TOPIC, partition=0, offset=offset, key=b"k", value=value, timestamp=(1, 1))
         error = SchemaLookupError("schema id 2 is not registered", topic=TOPIC, partition=0, offset=offset)
         letters.append(DeadLetter(record, error, 2))
+    return letters
+
+
+def _dead_letters(settings: IngestSettings, offsets: range) -> None:
     sink = DeltaDeadLetters(settings.dead_letters_path, settings.app_id)
-    sink.write(letters, {TopicPartition(TOPIC, 0): offsets[-1]}, "b0")
+    sink.write(_letters(offsets), {TopicPartition(TOPIC, 0): offsets[-1]}, "b0")
 
 
 def _bronze_offsets(settings: IngestSettings) -> list[int]:
@@ -115,3 +119,27 @@ def test_a_replay_overtaken_by_one_of_some_of_its_letters_lands_the_rest_once(se
     bronze = DeltaTable(str(settings.bronze_path))
     assert bronze.transaction_version(replay_app_id(settings.app_id)) == 1, "two replay commits"
     assert select(settings, None, None, None).num_rows == 0
+
+
+def test_from_the_topic_sink_a_replay_leaves_the_letters_the_service_has_not_passed_to_it(settings):
+    # The service published these dead letters, but its bronze commit for 5..7 has not happened:
+    # it may read them again and land them itself.
+    topic_sink = IngestSettings(
+        warehouse_dir=settings.warehouse_dir,
+        topics=[TOPIC],
+        metrics_port=0,
+        dead_letter_sink="topic",
+        dead_letter_topic="dlq",
+    )
+    service = BronzeWriter(settings.bronze_path, settings.app_id)
+    service.commit([], {TopicPartition(TOPIC, 0): Landing(None, 4)}, {})
+    letters = to_table(_letters(range(3, 8)), "b0")
+
+    first = replay(topic_sink, letters)
+    assert first["landed"] == 2 and first["in_flight"] == 3, first
+    assert _bronze_offsets(settings) == [3, 4]
+
+    service.commit([], {TopicPartition(TOPIC, 0): Landing(4, 7)}, {})  # the service passed them
+    second = replay(topic_sink, letters)
+    assert second == {**second, "landed": 3, "already_in_bronze": 2, "in_flight": 0}
+    assert _bronze_offsets(settings) == [3, 4, 5, 6, 7]
