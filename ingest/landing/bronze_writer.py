@@ -151,7 +151,23 @@ class BronzeWriter:
     def evolve(self, columns: list[pa.Field], numbers: FieldNumbers) -> None:
         """Schema evolution, in commits of their own before the rows: new nullable columns, structs
         widened with their new fields, then the field numbers of the message types in ``numbers``
-        (merged with what bronze holds)."""
+        (merged with what bronze holds).
+
+        Another writer evolving bronze at the same time (a replay beside the service, two
+        replays) makes a step fail with "metadata changed"; each step reads bronze again and
+        changes only what is still missing, so the whole is retried.
+        """
+        for _ in range(_COMMIT_ATTEMPTS):
+            try:
+                self._evolve_once(columns, numbers)
+                return
+            except CommitFailedError:
+                continue  # another writer changed the schema or properties since we read them
+        raise IngestError(
+            f"could not evolve {self.path} after {_COMMIT_ATTEMPTS} attempts (heavy contention)"
+        )
+
+    def _evolve_once(self, columns: list[pa.Field], numbers: FieldNumbers) -> None:
         latest = {c.name: c for c in columns}  # a column widened twice in a batch: its last type
         self._add_fields(list(latest.values()))
         self._widen(list(latest.values()))

@@ -123,6 +123,29 @@ def test_new_columns_are_added_and_field_numbers_are_kept_per_message_type(tmp_p
     assert known.unrecorded() == {}
 
 
+def test_an_evolution_that_loses_a_race_to_another_writers_evolution_reads_bronze_again(
+    tmp_path, monkeypatch
+):
+    service = BronzeWriter(tmp_path / "bronze", "app")
+    replay = BronzeWriter(tmp_path / "bronze", "app")
+    score, level = pa.field("score", pa.int64()), pa.field("level", pa.int32())
+    refresh = replay.refresh
+    raced: list[bool] = []
+
+    def the_service_evolves_first():
+        table = refresh()
+        if not raced:  # after the replay read the schema, before it adds its columns
+            raced.append(True)
+            service.evolve([score], {"gamelake.events.GameEvent": {"score": 8}})
+        return table
+
+    monkeypatch.setattr(replay, "refresh", the_service_evolves_first)
+    replay.evolve([score, level], {"gamelake.events.GameEvent": {"level": 9}})
+    known = replay.columns()
+    assert raced and {"score", "level"} <= set(known.columns)
+    assert known.numbers["gamelake.events.GameEvent"] == {"score": 8, "level": 9}
+
+
 def test_a_batch_splits_by_date_like_one_filter_per_date():
     rng = random.Random(3)
     days = [None, *(dt.date(2026, 11, d) for d in range(1, 8))]
