@@ -15,8 +15,9 @@ only if it is still at that version: ``BronzeWriter.commit`` checks it before ea
 attempts exactly the next table version, so no commit can slip in between. Whatever another
 replay landed after our check moved the fence, so our commit is refused (``FencedError``);
 the loser starts over from the bronze check, which now sees the winner's rows, lands only
-what is still missing and counts the rest as ``already_in_bronze``. Two replays stamping the
-same dead letters race on the dead-letter table; the loser retries and finds them stamped.
+what is still missing and counts the rest as ``already_in_bronze`` (and the restart as
+``fenced``). Two replays stamping the same dead letters race on the dead-letter table; the
+loser retries and finds them stamped.
 
 It works beside a running service: the service's commits carry only its offsets' app ids, so
 they never fence a replay nor a replay them (a service commit that takes the version a replay
@@ -213,7 +214,8 @@ def replay_app_id(app_id: str) -> str:
 
 
 def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -> dict[str, Any]:
-    """Re-land ``letters``; returns counts of landed, already-present, in-flight and still-failing records."""
+    """Re-land ``letters``; returns counts of landed, already-present, in-flight and still-failing
+    records, and how often another replay overtook this one (``fenced``)."""
     records = [StoredRecord(row) for row in letters.to_pylist()]
     writer = BronzeWriter(settings.bronze_path, settings.app_id)
     decoder = Decoder(
@@ -223,9 +225,9 @@ def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -
     failed = {_coordinate(d.record) for d in decoded.dead_letters}
     ok = {_coordinate(r) for r in records} - failed
     if dry_run or not ok:
-        held = _held_back(settings, writer.refresh(), ok)
+        held, fenced = _held_back(settings, writer.refresh(), ok), 0
     else:
-        held = _land(settings, writer, decoded, ok)
+        held, fenced = _land(settings, writer, decoded, ok)
         _stamp(settings, ok)
     return {
         "selected": len(records),
@@ -233,6 +235,7 @@ def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -
         "already_in_bronze": len(held.present),
         "in_flight": len(held.in_flight),
         "still_failing": dict(Counter(d.error.stage for d in decoded.dead_letters)),
+        "fenced": fenced,
     }
 
 
@@ -276,8 +279,9 @@ def _above(offset: int, landed: int | None) -> bool:
 
 def _land(
     settings: IngestSettings, writer: BronzeWriter, decoded: DecodedBatch, ok: set[Coordinate]
-) -> HeldBack:
-    """Land the rows of ``ok`` that bronze does not hold yet; returns those it held back.
+) -> tuple[HeldBack, int]:
+    """Land the rows of ``ok`` that bronze does not hold yet; returns those it held back, and how
+    often it was fenced.
 
     The replay fence is read from the same snapshot as the bronze check, and the commit moves it
     on only if it is still there (``Fence``). So two replays that both found a record missing
@@ -285,20 +289,20 @@ def _land(
     which now sees what the first landed.
     """
     app = replay_app_id(writer.app_id)
-    for _ in range(_REPLAY_ATTEMPTS):
+    for fenced in range(_REPLAY_ATTEMPTS):
         bronze = writer.refresh()
         fence = bronze.transaction_version(app)
         held = _held_back(settings, bronze, ok)
         rows = _without(decoded.table, held.present | held.in_flight)
         if not rows.num_rows:
-            return held
+            return held, fenced
         writer.evolve(decoded.new_columns, decoded.field_numbers)
         adds = writer.write_files(rows)
         try:
             writer.commit(adds, {}, {"replay": "dead_letters"}, [Fence(app, fence, _after(fence))])
         except FencedError:
             continue  # another replay committed since our check; its files stay for vacuum
-        return held
+        return held, fenced
     raise IngestError(
         f"{_REPLAY_ATTEMPTS} other replays committed to {writer.path} while this one checked bronze: "
         "nothing landed, run it again"

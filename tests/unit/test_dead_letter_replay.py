@@ -97,8 +97,8 @@ def test_a_replay_overtaken_by_another_lands_nothing_twice_and_counts_what_the_o
 
     mine = replay(settings, letters)
 
-    assert other[0]["landed"] == 10 and other[0]["already_in_bronze"] == 0
-    assert mine["landed"] == 0 and mine["already_in_bronze"] == 10, mine
+    assert other[0]["landed"] == 10 and other[0]["already_in_bronze"] == 0 and other[0]["fenced"] == 0
+    assert mine["landed"] == 0 and mine["already_in_bronze"] == 10 and mine["fenced"] == 1, mine
     assert _bronze_offsets(settings) == list(range(10))
     bronze = DeltaTable(str(settings.bronze_path))
     assert bronze.transaction_version(replay_app_id(settings.app_id)) == 0, "one replay commit"
@@ -114,7 +114,7 @@ def test_a_replay_overtaken_by_one_of_some_of_its_letters_lands_the_rest_once(se
     mine = replay(settings, letters)
 
     assert other[0]["landed"] == 2
-    assert mine["landed"] == 8 and mine["already_in_bronze"] == 2, mine
+    assert mine["landed"] == 8 and mine["already_in_bronze"] == 2 and mine["fenced"] == 1, mine
     assert _bronze_offsets(settings) == list(range(10))
     bronze = DeltaTable(str(settings.bronze_path))
     assert bronze.transaction_version(replay_app_id(settings.app_id)) == 1, "two replay commits"
