@@ -49,6 +49,7 @@ from deltalake.exceptions import CommitFailedError
 from ingest.core.errors import ConfigError, IngestError
 from ingest.core.kafka_config import security_config
 from ingest.core.settings import IngestSettings
+from ingest.landing import crash_points
 from ingest.landing.bronze_writer import BronzeWriter, Fence, FencedError
 from ingest.landing.dead_letters import DEAD_LETTER_SCHEMA, TOPIC_HEADERS, dead_letter_id
 from ingest.landing.decode import DecodedBatch, Decoder, KafkaRecord
@@ -389,6 +390,7 @@ def _list_command(args: argparse.Namespace) -> int:
 
 
 def _replay_command(args: argparse.Namespace) -> int:
+    crash_points.install()  # tests hold replays between their files and their commit (files_written)
     settings = _settings(args)
     print(json.dumps(replay(settings, _selected(args, settings), args.dry_run)))
     return 0
