@@ -5,7 +5,8 @@ a single Delta commit that also carries one app transaction per partition (its l
 The commit is optimistic and fenced: it re-reads the stored offsets, refuses if any partition
 moved since this instance read it (another instance landed it: we are a zombie), and commits
 with no automatic retries, so nobody can slip a commit in between the check and ours. A lost
-race is re-checked and retried with the same files.
+race is re-checked and retried with the same files. Writers other than the service (``ingest dlq
+replay``) fence their commits the same way with app transactions of their own (``Fence``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +56,8 @@ _COMMIT_ATTEMPTS = 20
 
 
 class FencedError(IngestError):
-    """Another instance landed one of our partitions since we read its offset: drop the batch."""
+    """Another writer committed under one of our app transactions since we read it (a partition's
+    offset, or a ``Fence``): drop the commit."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,19 @@ class Landing:
 
     expected: int | None
     last: int
+
+
+@dataclass(frozen=True)
+class Fence:
+    """An app transaction a commit depends on: it must still be at ``expected``; the commit sets ``new``.
+
+    A ``Landing`` is one for the service's own app id; other writers (``ingest dlq replay``) bring
+    app ids of their own, so they never fence the service's commits, nor the service theirs.
+    """
+
+    app_id: str
+    expected: int | None
+    new: int
 
 
 def ensure_table(
@@ -135,7 +151,23 @@ class BronzeWriter:
     def evolve(self, columns: list[pa.Field], numbers: FieldNumbers) -> None:
         """Schema evolution, in commits of their own before the rows: new nullable columns, structs
         widened with their new fields, then the field numbers of the message types in ``numbers``
-        (merged with what bronze holds)."""
+        (merged with what bronze holds).
+
+        Another writer evolving bronze at the same time (a replay beside the service, two
+        replays) makes a step fail with "metadata changed"; each step reads bronze again and
+        changes only what is still missing, so the whole is retried.
+        """
+        for _ in range(_COMMIT_ATTEMPTS):
+            try:
+                self._evolve_once(columns, numbers)
+                return
+            except CommitFailedError:
+                continue  # another writer changed the schema or properties since we read them
+        raise IngestError(
+            f"could not evolve {self.path} after {_COMMIT_ATTEMPTS} attempts (heavy contention)"
+        )
+
+    def _evolve_once(self, columns: list[pa.Field], numbers: FieldNumbers) -> None:
         latest = {c.name: c for c in columns}  # a column widened twice in a batch: its last type
         self._add_fields(list(latest.values()))
         self._widen(list(latest.values()))
@@ -204,21 +236,18 @@ class BronzeWriter:
         adds: list[AddAction | RemoveAction],
         landings: dict[TopicPartition, Landing],
         metadata: dict[str, str],
+        fences: Sequence[Fence] = (),
     ) -> int:
-        """Commit ``adds`` and the new offsets atomically; returns the new table version.
+        """Commit ``adds``, the new offsets and ``fences`` atomically; returns the new table version.
 
-        Raises FencedError when any partition's stored offset is not the one we resumed from.
+        Raises FencedError when any partition's stored offset is not the one we resumed from, or
+        any fence's app transaction is not at the version it expects.
         """
         txns = [Transaction(txn_app_id(self.app_id, tp), landing.last) for tp, landing in landings.items()]
+        txns += [Transaction(fence.app_id, fence.new) for fence in fences]
         for _ in range(_COMMIT_ATTEMPTS):
             table = self.refresh()
-            for tp, landing in landings.items():
-                stored = table.transaction_version(txn_app_id(self.app_id, tp))
-                if stored != landing.expected:
-                    raise FencedError(
-                        f"{tp}: Delta holds offset {stored}, this instance resumed from {landing.expected}; "
-                        "another instance landed it, so this batch is dropped"
-                    )
+            self._refuse_if_moved(table, landings, fences)
             try:
                 table.create_write_transaction(
                     adds,
@@ -239,6 +268,29 @@ class BronzeWriter:
         raise IngestError(
             f"could not commit to {self.path} after {_COMMIT_ATTEMPTS} attempts (heavy contention)"
         )
+
+    def _refuse_if_moved(
+        self, table: DeltaTable, landings: dict[TopicPartition, Landing], fences: Sequence[Fence]
+    ) -> None:
+        """FencedError unless every offset and fence is where this commit expects it in ``table``.
+
+        ``commit`` attempts exactly the version after ``table`` (no automatic retries), so what
+        is checked here is what the commit lands on.
+        """
+        for tp, landing in landings.items():
+            stored = table.transaction_version(txn_app_id(self.app_id, tp))
+            if stored != landing.expected:
+                raise FencedError(
+                    f"{tp}: Delta holds offset {stored}, this instance resumed from {landing.expected}; "
+                    "another instance landed it, so this batch is dropped"
+                )
+        for fence in fences:
+            stored = table.transaction_version(fence.app_id)
+            if stored != fence.expected:
+                raise FencedError(
+                    f"{fence.app_id}: Delta holds version {stored}, this commit expected {fence.expected}; "
+                    "another writer committed under it first, so this commit is dropped"
+                )
 
 
 def _field_numbers(configuration: dict[str, str]) -> FieldNumbers:

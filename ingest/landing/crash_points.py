@@ -1,4 +1,5 @@
-"""Named points in the landing path where crash tests stop, pause or slow the service.
+"""Named points in the landing path where crash tests stop, pause or slow the service (or
+``ingest dlq replay``, which writes its files through the same writer).
 
 Production never sets ``GAMELAKE_TEST_HOOKS``; then ``reach`` is one dict lookup. The value
 is a comma-separated list of actions:

@@ -6,8 +6,26 @@ bronze schema, and lands in bronze only the records whose Kafka coordinates
 (topic, partition, offset) bronze does not hold yet; then it stamps ``replayed_at`` (Delta
 sink). Running it twice, or after a crash half-way, never duplicates a row: the bronze check
 is what guarantees it, so it holds for the topic sink too, where nothing can be stamped and a
-dead letter already in bronze counts as replayed. It works beside a running service (its
-commits carry no offsets, so they never fence or move the service's).
+dead letter already in bronze counts as replayed.
+
+Two replays at once could both find a record missing and both land it, so replays fence each
+other with an app transaction in bronze, ``<app_id>-dlq-replay``, that every replay commit
+moves on by one. A replay reads it from the same snapshot as its bronze check, and commits
+only if it is still at that version: ``BronzeWriter.commit`` checks it before each attempt and
+attempts exactly the next table version, so no commit can slip in between. Whatever another
+replay landed after our check moved the fence, so our commit is refused (``FencedError``);
+the loser starts over from the bronze check, which now sees the winner's rows, lands only
+what is still missing and counts the rest as ``already_in_bronze`` (and the restart as
+``fenced``). Two replays stamping the same dead letters race on the dead-letter table; the
+loser retries and finds them stamped.
+
+It works beside a running service: the service's commits carry only its offsets' app ids, so
+they never fence a replay nor a replay them (a service commit that takes the version a replay
+aimed for is a lost commit race, retried after the same check). Nor do the two land the same
+record: with the dead-letter table, a batch the service reads again keeps what it dead-lettered
+out of bronze (doc/DESIGN.md, "Why landing is exactly-once", point 6); the topic sink cannot be
+read back so, and there replay leaves a dead letter the service's offset has not passed yet
+(``in_flight``, from the same snapshot) for a later run, as the service may still land it.
 """
 
 from __future__ import annotations
@@ -26,15 +44,23 @@ import pyarrow.dataset as ds
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from deltalake import DeltaTable
+from deltalake.exceptions import CommitFailedError
 
-from ingest.core.errors import ConfigError
+from ingest.core.errors import ConfigError, IngestError
 from ingest.core.kafka_config import security_config
 from ingest.core.settings import IngestSettings
-from ingest.landing.bronze_writer import BronzeWriter
+from ingest.landing import crash_points
+from ingest.landing.bronze_writer import BronzeWriter, Fence, FencedError
 from ingest.landing.dead_letters import DEAD_LETTER_SCHEMA, TOPIC_HEADERS, dead_letter_id
-from ingest.landing.decode import Decoder
+from ingest.landing.decode import DecodedBatch, Decoder, KafkaRecord
+from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.landing.registry import RegistryClient
 from ingest.ops.dead_letter_purge import purge
+
+Coordinate = tuple[str, int, int]  # where a record was in Kafka: topic, partition, offset
+# How often a replay starts over from the bronze check when another replay fenced it, and retries
+# stamping ``replayed_at`` after a lost commit race: each time, another writer committed first.
+_REPLAY_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -74,7 +100,9 @@ def select(
     """The dead letters not replayed yet, optionally only of one stage, source topic or offsets."""
     if settings.dead_letter_sink == "topic":
         table = read_topic(settings)
-        landed = _already_in_bronze(settings, set(_coordinates(table)))
+        bronze = str(settings.bronze_path)
+        snapshot = DeltaTable(bronze) if DeltaTable.is_deltatable(bronze) else None
+        landed = _already_in_bronze(snapshot, set(_coordinates(table)))
         done = [dead_letter_id(*c) for c in landed]
         mask = pc.invert(pc.is_in(table["dead_letter_id"], pa.array(done, pa.string())))
     else:
@@ -92,7 +120,7 @@ def select(
     return table.filter(mask)
 
 
-def _coordinates(table: pa.Table) -> list[tuple[str, int, int]]:
+def _coordinates(table: pa.Table) -> list[Coordinate]:
     columns = ("_kafka_topic", "_kafka_partition", "_kafka_offset")
     return list(zip(*(table[c].to_pylist() for c in columns), strict=True))
 
@@ -169,73 +197,161 @@ def _topic_row(message: Any) -> dict[str, Any]:
     }
 
 
-def _already_in_bronze(
-    settings: IngestSettings, coordinates: set[tuple[str, int, int]]
-) -> set[tuple[str, int, int]]:
-    if not coordinates or not DeltaTable.is_deltatable(str(settings.bronze_path)):
+def _already_in_bronze(bronze: DeltaTable | None, coordinates: set[Coordinate]) -> set[Coordinate]:
+    """The ``coordinates`` that the ``bronze`` snapshot holds a row for."""
+    if not coordinates or bronze is None:
         return set()
     offsets = pa.array(sorted({o for _, _, o in coordinates}), pa.int64())
-    found = (
-        DeltaTable(str(settings.bronze_path))
-        .to_pyarrow_dataset()
-        .to_table(
-            columns=["_kafka_topic", "_kafka_partition", "_kafka_offset"],
-            filter=ds.field("_kafka_offset").isin(offsets),
-        )
+    found = bronze.to_pyarrow_dataset().to_table(
+        columns=["_kafka_topic", "_kafka_partition", "_kafka_offset"],
+        filter=ds.field("_kafka_offset").isin(offsets),
     )
-    rows = zip(
-        found["_kafka_topic"].to_pylist(),
-        found["_kafka_partition"].to_pylist(),
-        found["_kafka_offset"].to_pylist(),
-        strict=True,
-    )
-    return {r for r in rows if r in coordinates}
+    return {r for r in _coordinates(found) if r in coordinates}
+
+
+def replay_app_id(app_id: str) -> str:
+    """The app transaction in bronze that replays fence each other with: it counts their commits."""
+    return f"{app_id}-dlq-replay"
 
 
 def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -> dict[str, Any]:
-    """Re-land ``letters``; returns counts of landed, already-present and still-failing records."""
+    """Re-land ``letters``; returns counts of landed, already-present, in-flight and still-failing
+    records, and how often another replay overtook this one (``fenced``)."""
     records = [StoredRecord(row) for row in letters.to_pylist()]
     writer = BronzeWriter(settings.bronze_path, settings.app_id)
     decoder = Decoder(
         RegistryClient(settings), settings.unknown_schema_retries, settings.registry_retry_backoff_s
     )
     decoded = decoder.decode(records, writer.columns())
-    failing = Counter(d.error.stage for d in decoded.dead_letters)
-    failed_ids = {
-        (d.record.topic() or "", d.record.partition() or 0, d.record.offset() or 0)
-        for d in decoded.dead_letters
-    }
-    ok = {(r.topic(), r.partition(), r.offset()) for r in records} - failed_ids
-    present = _already_in_bronze(settings, ok)
-    result = {
-        "selected": len(records),
-        "landed": len(ok - present),
-        "already_in_bronze": len(present),
-        "still_failing": dict(failing),
-    }
+    failed = {_coordinate(d.record) for d in decoded.dead_letters}
+    ok = {_coordinate(r) for r in records} - failed
     if dry_run or not ok:
-        return result
-    table = decoded.table
-    assert table is not None
-    if present:
-        keys = [f"{t}:{p}:{o}" for t, p, o in present]
-        coordinate = pc.binary_join_element_wise(
-            table["_kafka_topic"],
-            table["_kafka_partition"].cast(pa.string()),
-            table["_kafka_offset"].cast(pa.string()),
-            ":",
-        )
-        table = table.filter(pc.invert(pc.is_in(coordinate, pa.array(keys))))
-    if table.num_rows:
+        held, fenced = _held_back(settings, writer.refresh(), ok), 0
+    else:
+        held, fenced = _land(settings, writer, decoded, ok)
+        _stamp(settings, ok)
+    return {
+        "selected": len(records),
+        "landed": len(ok - held.present - held.in_flight),
+        "already_in_bronze": len(held.present),
+        "in_flight": len(held.in_flight),
+        "still_failing": dict(Counter(d.error.stage for d in decoded.dead_letters)),
+        "fenced": fenced,
+    }
+
+
+def _coordinate(record: KafkaRecord) -> Coordinate:
+    return (record.topic() or "", record.partition() or 0, record.offset() or 0)
+
+
+@dataclass(frozen=True)
+class HeldBack:
+    """The decoded letters a replay does not land, as one bronze snapshot shows them."""
+
+    present: set[Coordinate]  # bronze holds them already
+    in_flight: set[Coordinate]  # topic sink: the service has not passed them yet (``_in_flight``)
+
+
+def _held_back(settings: IngestSettings, bronze: DeltaTable, ok: set[Coordinate]) -> HeldBack:
+    present = _already_in_bronze(bronze, ok)
+    return HeldBack(present, _in_flight(settings, bronze, ok - present))
+
+
+def _in_flight(settings: IngestSettings, bronze: DeltaTable, coordinates: set[Coordinate]) -> set[Coordinate]:
+    """Topic sink: the ``coordinates`` above the service's offset for their partition in ``bronze``.
+
+    The service publishes a batch's dead letters before its bronze commit. When that commit never
+    happens (a crash, a fenced or stale batch) the batch is read again, and a record that decodes
+    by then lands in bronze; had a replay landed it meanwhile, it would be there twice. Once the
+    service's offset has passed a record it never lands it again (it resumes above, a zombie is
+    fenced), so from then on only a replay can. The dead-letter table needs no such wait: a
+    batch read again keeps what it dead-lettered out of bronze (``DeltaDeadLetters.in_doubt``).
+    """
+    if settings.dead_letter_sink != "topic":
+        return set()
+    partitions = {TopicPartition(t, p) for t, p, _ in coordinates}
+    landed = {tp: bronze.transaction_version(txn_app_id(settings.app_id, tp)) for tp in partitions}
+    return {c for c in coordinates if _above(c[2], landed[TopicPartition(c[0], c[1])])}
+
+
+def _above(offset: int, landed: int | None) -> bool:
+    return landed is None or offset > landed
+
+
+def _land(
+    settings: IngestSettings, writer: BronzeWriter, decoded: DecodedBatch, ok: set[Coordinate]
+) -> tuple[HeldBack, int]:
+    """Land the rows of ``ok`` that bronze does not hold yet; returns those it held back, and how
+    often it was fenced.
+
+    The replay fence is read from the same snapshot as the bronze check, and the commit moves it
+    on only if it is still there (``Fence``). So two replays that both found a record missing
+    cannot both land it: the second commit is fenced and starts over from the bronze check,
+    which now sees what the first landed.
+    """
+    app = replay_app_id(writer.app_id)
+    for fenced in range(_REPLAY_ATTEMPTS):
+        bronze = writer.refresh()
+        fence = bronze.transaction_version(app)
+        held = _held_back(settings, bronze, ok)
+        rows = _without(decoded.table, held.present | held.in_flight)
+        if not rows.num_rows:
+            return held, fenced
         writer.evolve(decoded.new_columns, decoded.field_numbers)
-        writer.commit(writer.write_files(table), {}, {"replay": "dead_letters"})
-    if settings.dead_letter_sink == "topic":
-        return result  # a topic cannot be stamped: bronze now holds them, so `select` skips them
-    ids = ", ".join(f"'{t}:{p}:{o}'" for t, p, o in sorted(ok))
-    DeltaTable(str(settings.dead_letters_path)).update(
-        updates={"replayed_at": "now()"}, predicate=f"dead_letter_id IN ({ids})"
+        adds = writer.write_files(rows)
+        try:
+            writer.commit(adds, {}, {"replay": "dead_letters"}, [Fence(app, fence, _after(fence))])
+        except FencedError:
+            continue  # another replay committed since our check; its files stay for vacuum
+        return held, fenced
+    raise IngestError(
+        f"{_REPLAY_ATTEMPTS} other replays committed to {writer.path} while this one checked bronze: "
+        "nothing landed, run it again"
     )
-    return result
+
+
+def _after(version: int | None) -> int:
+    return 0 if version is None else version + 1
+
+
+def _without(table: pa.Table | None, held: set[Coordinate]) -> pa.Table:
+    """The rows of ``table`` whose coordinates are not in ``held``."""
+    assert table is not None, "some letters decoded, so the decoder returned their rows"
+    if not held:
+        return table
+    keys = [f"{t}:{p}:{o}" for t, p, o in held]
+    coordinate = pc.binary_join_element_wise(
+        table["_kafka_topic"],
+        table["_kafka_partition"].cast(pa.string()),
+        table["_kafka_offset"].cast(pa.string()),
+        ":",
+    )
+    return table.filter(pc.invert(pc.is_in(coordinate, pa.array(keys))))
+
+
+def _stamp(settings: IngestSettings, replayed: set[Coordinate]) -> None:
+    """Set ``replayed_at`` on the dead letters at ``replayed`` that are not stamped yet (Delta sink).
+
+    Another replay stamping the same rows, or the service appending dead letters, can make the
+    update lose a commit race; the retry reads the table again and skips what the other stamped.
+    A topic cannot be stamped: bronze holds the records now, so ``select`` skips them.
+    """
+    if settings.dead_letter_sink == "topic":
+        return
+    ids = ", ".join(f"'{dead_letter_id(*c)}'" for c in sorted(replayed))
+    predicate = f"dead_letter_id IN ({ids}) AND replayed_at IS NULL"
+    for _ in range(_REPLAY_ATTEMPTS):
+        try:
+            DeltaTable(str(settings.dead_letters_path)).update(
+                updates={"replayed_at": "now()"}, predicate=predicate
+            )
+            return
+        except CommitFailedError:
+            continue
+    raise IngestError(
+        f"could not stamp replayed_at in {settings.dead_letters_path} after {_REPLAY_ATTEMPTS} attempts: "
+        "the records are in bronze; a rerun stamps them"
+    )
 
 
 def _purge(settings: IngestSettings, older_than_days: int | None) -> int:
@@ -274,6 +390,7 @@ def _list_command(args: argparse.Namespace) -> int:
 
 
 def _replay_command(args: argparse.Namespace) -> int:
+    crash_points.install()  # tests hold replays between their files and their commit (files_written)
     settings = _settings(args)
     print(json.dumps(replay(settings, _selected(args, settings), args.dry_run)))
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import signal
 import subprocess
 import sys
@@ -26,6 +27,8 @@ from ingest.landing import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
+    kafka_coordinates,
+    landed_coordinates,
     produce_raw,
     run_service,
     service_env,
@@ -35,6 +38,7 @@ from tests.integration.ingest_support import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 PORTS = {"kafka": 19192, "controller": 19193, "registry": 18181, "management": 18182}
+REPLAY_HOLD_S = 6  # how long each of two replays waits between its files and its commit
 
 
 @dataclass
@@ -156,14 +160,21 @@ def _register(stack: PrivateStack, subject: str, version: int) -> int:
     return client.register_schema(subject, schema)
 
 
-def _dlq(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+def _dlq_started(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         [sys.executable, "-m", "ingest.cli", "dlq", *args],
         env=env,
         cwd=PROJECT_DIR,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _dlq(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    proc = _dlq_started(env, *args)
+    out, err = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def test_dlq_replay_after_the_schema_is_registered_lands_once(private_stack, tmp_path):
@@ -196,6 +207,53 @@ def test_dlq_replay_after_the_schema_is_registered_lands_once(private_stack, tmp
     assert '"landed": 0' in second.stdout and '"already_in_bronze": 20' in second.stdout
     assert bronze(tmp_path).num_rows == 20
     assert "0 dead letters not replayed" in _dlq(env, "list").stdout
+
+
+def test_two_dlq_replays_at_once_land_each_record_once(private_stack, tmp_path):
+    topic = "replay-twice-at-once"
+    ensure_topic(private_stack.endpoints(topic), partitions=1)
+    v1_id = _register(private_stack, f"{topic}-value", 1)
+    future_id = _an_unused_schema_id(private_stack)
+    v1, v4 = load_version(1).message_class, load_version(4).message_class
+    good = [(b"k", wire.frame(v1_id, v1(event_id=f"ok{i}").SerializeToString())) for i in range(10)]
+    late = [
+        (b"k", wire.frame(future_id, v4(event_id=f"e{i}", score=i).SerializeToString())) for i in range(30)
+    ]
+    unframed = [(b"k", b"not the wire format") for _ in range(5)]  # stays a dead letter
+    produce_raw(private_stack.bootstrap_servers, topic, good + late + unframed)
+    env = service_env(private_stack, topic, tmp_path, unknown_schema_retries=1, registry_retry_backoff_s=0.1)
+    assert run_service(env, log=tmp_path / "ingest.log") == 0
+    assert bronze(tmp_path).num_rows == 10 and table(tmp_path, "dead_letters").num_rows == 35
+
+    _register_v4_as(private_stack, f"{topic}-value", future_id)  # the fix
+    # Both replays find the 30 records missing: each waits after writing its files, so both have
+    # checked bronze before either commits. The fence lets one land them; the other starts over.
+    held = {**env, "GAMELAKE_TEST_HOOKS": f"sleep@files_written:{REPLAY_HOLD_S}"}
+    replays = [_dlq_started(held, "replay") for _ in range(2)]
+    try:
+        outputs = [proc.communicate(timeout=180) for proc in replays]
+    finally:
+        for proc in replays:
+            if proc.poll() is None:
+                proc.kill()
+    for proc, (_, err) in zip(replays, outputs, strict=True):
+        assert proc.returncode == 0, err
+    results = [json.loads(out.splitlines()[-1]) for out, _ in outputs]
+    assert sorted(r["fenced"] for r in results) == [0, 1], f"the replays did not overlap: {results}"
+    assert sorted(r["landed"] for r in results) == [0, 30], results
+    for result in results:
+        assert result["landed"] + result["already_in_bronze"] == 30, result
+        assert result["still_failing"] == {"framing": 5}, result
+
+    in_bronze = landed_coordinates(tmp_path, "game_events")
+    assert len(in_bronze) == len(set(in_bronze)) == 40, "a record landed in bronze twice"
+    letters = table(tmp_path, "dead_letters").to_pylist()
+    waiting = {(r["_kafka_partition"], r["_kafka_offset"]) for r in letters if r["replayed_at"] is None}
+    replayed = {(r["_kafka_partition"], r["_kafka_offset"]) for r in letters if r["replayed_at"] is not None}
+    assert len(waiting) == 5 and len(replayed) == 30 and replayed <= set(in_bronze)
+    assert waiting.isdisjoint(in_bronze)
+    assert set(in_bronze) | waiting == kafka_coordinates(private_stack.bootstrap_servers, topic)
+    assert "5 dead letters not replayed" in _dlq(env, "list").stdout
 
 
 def _an_unused_schema_id(stack: PrivateStack) -> int:

@@ -1,4 +1,4 @@
-"""The bronze writer on a local Delta table: offsets in the same commit, zombie fencing, evolution."""
+"""The bronze writer on a local Delta table: offsets in the same commit, zombie and app fencing, evolution."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from deltalake import DeltaTable
 
 from ingest.dev.demo_schemas import load_version
 from ingest.landing.bronze_columns import field_column
-from ingest.landing.bronze_writer import BronzeWriter, FencedError, Landing, _split_by
+from ingest.landing.bronze_writer import BronzeWriter, Fence, FencedError, Landing, _split_by
 from ingest.landing.offsets import TopicPartition
 
 TP = TopicPartition("events", 0)
+REPLAY = "app-dlq-replay"  # a writer other than the service, with an app transaction of its own
 
 
 def _rows(offsets: list[int]) -> pa.Table:
@@ -64,6 +65,47 @@ def test_a_lost_commit_race_on_other_partitions_is_retried_with_the_same_files(t
     assert a.landed(TP) == 1 and a.landed(TopicPartition("events", 1)) == 5
 
 
+def test_of_two_writers_that_read_the_same_fence_the_first_lands_and_the_second_lands_nothing(tmp_path):
+    first = BronzeWriter(tmp_path / "bronze", "app")
+    second = BronzeWriter(tmp_path / "bronze", "app")
+    read = [w.refresh().transaction_version(REPLAY) for w in (first, second)]
+    assert read == [None, None]
+    files = [w.write_files(_rows([7, 8])) for w in (first, second)]  # both found 7 and 8 missing
+    first.commit(files[0], {}, {}, [Fence(REPLAY, read[0], 0)])
+    refused = rf"{REPLAY}: Delta holds version 0, this commit expected None"
+    with pytest.raises(FencedError, match=refused):
+        second.commit(files[1], {}, {}, [Fence(REPLAY, read[1], 0)])
+    bronze = DeltaTable(str(tmp_path / "bronze"))
+    assert sorted(bronze.to_pyarrow_table()["_kafka_offset"].to_pylist()) == [7, 8]
+    assert bronze.transaction_version(REPLAY) == 0
+
+
+def test_a_fenced_commit_that_loses_a_race_to_an_unrelated_commit_retries_and_lands(tmp_path, monkeypatch):
+    replay = BronzeWriter(tmp_path / "bronze", "app")
+    service = BronzeWriter(tmp_path / "bronze", "app")
+    replay.commit(replay.write_files(_rows([9])), {}, {}, [Fence(REPLAY, None, 0)])
+    files = replay.write_files(_rows([7]))
+    attempts: list[str] = []
+    create = replay.table.create_write_transaction
+
+    def a_service_commit_slips_in_first(*args, **kwargs):
+        if not attempts:  # between the fence check and our commit, at the version we aim for
+            service.commit(service.write_files(_rows([0, 1])), {TP: Landing(None, 1)}, {})
+        try:
+            create(*args, **kwargs)
+        except Exception as err:
+            attempts.append(type(err).__name__)
+            raise
+        attempts.append("committed")
+
+    monkeypatch.setattr(replay.table, "create_write_transaction", a_service_commit_slips_in_first)
+    replay.commit(files, {}, {}, [Fence(REPLAY, 0, 1)])
+    assert attempts == ["CommitFailedError", "committed"]
+    bronze = DeltaTable(str(tmp_path / "bronze"))
+    assert sorted(bronze.to_pyarrow_table()["_kafka_offset"].to_pylist()) == [0, 1, 7, 9]
+    assert bronze.transaction_version(REPLAY) == 1 and bronze.transaction_version("app:events:0") == 1
+
+
 def test_new_columns_are_added_and_field_numbers_are_kept_per_message_type(tmp_path):
     writer = BronzeWriter(tmp_path / "bronze", "app")
     fields = [field_column(f) for f in load_version(2).message_class.DESCRIPTOR.fields]
@@ -79,6 +121,29 @@ def test_new_columns_are_added_and_field_numbers_are_kept_per_message_type(tmp_p
     assert known.numbers["gamelake.events.GameEvent"]["platform"] == 11
     assert known.numbers["studio.Purchase"] == {"purchase_id": 1}
     assert known.unrecorded() == {}
+
+
+def test_an_evolution_that_loses_a_race_to_another_writers_evolution_reads_bronze_again(
+    tmp_path, monkeypatch
+):
+    service = BronzeWriter(tmp_path / "bronze", "app")
+    replay = BronzeWriter(tmp_path / "bronze", "app")
+    score, level = pa.field("score", pa.int64()), pa.field("level", pa.int32())
+    refresh = replay.refresh
+    raced: list[bool] = []
+
+    def the_service_evolves_first():
+        table = refresh()
+        if not raced:  # after the replay read the schema, before it adds its columns
+            raced.append(True)
+            service.evolve([score], {"gamelake.events.GameEvent": {"score": 8}})
+        return table
+
+    monkeypatch.setattr(replay, "refresh", the_service_evolves_first)
+    replay.evolve([score, level], {"gamelake.events.GameEvent": {"level": 9}})
+    known = replay.columns()
+    assert raced and {"score", "level"} <= set(known.columns)
+    assert known.numbers["gamelake.events.GameEvent"] == {"score": 8, "level": 9}
 
 
 def test_a_batch_splits_by_date_like_one_filter_per_date():
