@@ -194,3 +194,22 @@ def write_studio_bronze(path: Path, count: int = 40) -> list:
     sent = matches(1, count, seed=5)
     _land(writer, _decoded(1, sent, writer.columns()))
     return sent
+
+
+@pytest.mark.parametrize(
+    "content",
+    [{}, {"a": 3, "b": "x"}, {"n": None, "t": True, "l": [1.5, "s", None, False, {"deep": [[], {}]}]}],
+)
+def test_struct_json_is_what_message_to_dict_renders(content) -> None:
+    from google.protobuf import json_format, struct_pb2
+
+    from ingest.landing.proto_arrow import _list_json, _struct_json, _value_json
+
+    struct = struct_pb2.Struct()
+    struct.update(content)
+    assert _struct_json(struct) == json_format.MessageToDict(struct)
+    listed = struct_pb2.ListValue()
+    listed.extend([content, 1, "x"])
+    assert _list_json(listed) == json_format.MessageToDict(listed)
+    value = struct_pb2.Value(struct_value=struct)
+    assert _value_json(value) == json_format.MessageToDict(value)
