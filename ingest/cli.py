@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ingest.dev.producer import cli as produce_cli
     from ingest.games import command as games_command
     from ingest.landing import run_command
-    from ingest.ops import dbt_build, dead_letter_commands, refresh
+    from ingest.ops import bronze_commands, dbt_build, dead_letter_commands, refresh
     from ingest.ops.status import command as status
 
     parser = CommandParser(
@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_command.add_parser(subparsers)
     status.add_parser(subparsers)
     dead_letter_commands.add_parser(subparsers)
+    bronze_commands.add_parser(subparsers)
     stack_command.add_parser(subparsers)
     return parser
 

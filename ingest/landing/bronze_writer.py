@@ -218,16 +218,7 @@ class BronzeWriter:
         now_ms = now_us // 1000
         for date, part in _split_by(data, dates):
             value = date.isoformat() if date is not None else None
-            folder = f"{PARTITION_COLUMN}={value if value is not None else '__HIVE_DEFAULT_PARTITION__'}"
-            relative = f"{folder}/part-00000-{uuid.uuid4()}.c000.snappy.parquet"
-            target = self.path / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(part, target, compression="snappy", row_group_size=1 << 20)
-            adds.append(
-                AddAction(
-                    relative, target.stat().st_size, {PARTITION_COLUMN: value}, now_ms, True, _stats(part)
-                )
-            )
+            adds.append(write_part(self.path, value, part, now_ms))
         hooks.reach("files_written")
         return adds
 
@@ -291,6 +282,25 @@ class BronzeWriter:
                     f"{fence.app_id}: Delta holds version {stored}, this commit expected {fence.expected}; "
                     "another writer committed under it first, so this commit is dropped"
                 )
+
+
+def write_part(
+    root: Path, date: str | None, part: pa.Table, modified_ms: int, data_change: bool = True
+) -> AddAction:
+    """Write ``part`` (rows of one ``event_date``, without that column) as one parquet file of the
+    table at ``root``, with its statistics; the returned action is not committed yet.
+
+    ``data_change=False`` marks a rewrite of rows the table holds already, which change data feed
+    readers skip.
+    """
+    folder = f"{PARTITION_COLUMN}={date if date is not None else '__HIVE_DEFAULT_PARTITION__'}"
+    relative = f"{folder}/part-00000-{uuid.uuid4()}.c000.snappy.parquet"
+    target = root / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(part, target, compression="snappy", row_group_size=1 << 20)
+    return AddAction(
+        relative, target.stat().st_size, {PARTITION_COLUMN: date}, modified_ms, data_change, _stats(part)
+    )
 
 
 def _field_numbers(configuration: dict[str, str]) -> FieldNumbers:

@@ -1,0 +1,165 @@
+"""``ingest bronze migrate-native-types``: a bronze landed before native types (JSON text columns)
+rewritten in one commit to what the decoder lands today, rows, offsets and properties kept.
+
+The old bronze is made as the old decoder made it: messages, repeated fields, maps, wrappers and
+Duration as ``json.dumps(MessageToDict(message)[field], sort_keys=True)``, null when absent, and
+scalars without presence (an unset oneof member or ``optional`` read as its default value).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+from google.protobuf import json_format
+
+from ingest.core.errors import ConfigError
+from ingest.landing.bronze_writer import BronzeWriter, Landing
+from ingest.landing.decode import Decoder
+from ingest.landing.offsets import TopicPartition, txn_app_id
+from ingest.ops.native_convert import UnparsableText
+from ingest.ops.native_migration import migrate
+from tests.studio_schema import comparable, expected, matches
+from tests.unit.test_native_types import _decoded, _Registry
+
+JSON_COLUMNS = (
+    "loadout",
+    "scores",
+    "rewards",
+    "stats",
+    "wallet",
+    "played",
+    "bonus",
+    "nickname",
+    "tree",
+    "extra",
+)
+NO_PRESENCE = ("winner", "draw_round", "rank")  # the old decoder read them as plain scalars
+TP = TopicPartition("studio", 0)
+IDLE = TopicPartition("studio", 1)  # only dead letters landed: an offset without rows
+
+
+def _old_table(messages) -> pa.Table:
+    """The rows the old decoder landed for ``messages``."""
+    table = _decoded(1, messages).table.drop_columns(["outcome"])
+    for name in JSON_COLUMNS:
+        texts = [_old_json(m, name) for m in messages]
+        table = table.set_column(table.schema.get_field_index(name), name, pa.array(texts, pa.string()))
+    for name in NO_PRESENCE:
+        index = table.schema.get_field_index(name)
+        values = pa.array([getattr(m, name) for m in messages], table.schema.field(name).type)
+        table = table.set_column(index, name, values)
+    return table
+
+
+def _old_json(message, name: str) -> str | None:
+    as_dict = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    return json.dumps(as_dict[name], sort_keys=True) if name in as_dict else None
+
+
+def _old_bronze(path: Path, messages) -> BronzeWriter:
+    writer = BronzeWriter(path, "app")
+    half = len(messages) // 2
+    for part, landings in (
+        (messages[:half], {TP: Landing(None, half - 1)}),
+        (messages[half:], {TP: Landing(half - 1, len(messages) - 1), IDLE: Landing(None, 41)}),
+    ):
+        table = _old_table(part)
+        writer.evolve(list(table.schema), {"studio.Match": {"event_id": 1}})
+        writer.commit(writer.write_files(table), landings, {})
+    return writer
+
+
+def _after_migration(m) -> dict:
+    """``expected(m)``, but for the scalars whose presence the old rows never had."""
+    return {**expected(m), **{name: getattr(m, name) for name in NO_PRESENCE}, "outcome": None}
+
+
+def _guard_problems(path: Path) -> list[str]:
+    plan = Decoder(_Registry(), 0, 0.0).plan(1, (0,))
+    guard = BronzeWriter(path, "app").columns()
+    return guard.violations(plan.message_type, plan.columns, plan.nested_types())
+
+
+def test_json_text_columns_become_native_in_one_commit_keeping_rows_offsets_and_properties(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "bronze"
+    sent = matches(1, 90, seed=7)
+    _old_bronze(path, sent)
+    before = DeltaTable(str(path))
+    old_rows = {r["event_id"]: r for r in before.to_pyarrow_table().to_pylist()}
+    configuration, version = before.metadata().configuration, before.version()
+    assert any("changed type" in p for p in _guard_problems(path))
+
+    seen: list[tuple[int, int]] = []
+    summary = migrate(path, _Registry(), "app", lambda done, total: seen.append((done, total)))
+
+    after = DeltaTable(str(path))
+    assert after.version() == version + 1 == summary["version"]
+    rows = after.to_pyarrow_table().to_pylist()
+    assert len(rows) == len(sent) == summary["rows_rewritten"] and seen[-1] == (len(sent), len(sent))
+    by_id = {r["event_id"]: r for r in rows}
+    for m in sent:
+        assert comparable(by_id[m.event_id]) == _after_migration(m), m.event_id
+        kept = ("_ingested_at", "_kafka_offset", "event_date", "event_timestamp", "replay", "big_counter")
+        assert {k: by_id[m.event_id][k] for k in kept} == {k: old_rows[m.event_id][k] for k in kept}
+    assert after.transaction_version(txn_app_id("app", TP)) == len(sent) - 1
+    assert after.transaction_version(txn_app_id("app", IDLE)) == 41
+    assert after.metadata().configuration == configuration
+    assert after.metadata().partition_columns == ["event_date"]
+    assert set(summary["columns_converted"]) == set(JSON_COLUMNS) - {"extra"}
+    assert "outcome" in summary["columns_added"] and summary["columns_added"]["outcome"] != "computed"
+    assert _guard_problems(path) == []
+
+
+def test_the_rewrite_is_not_a_data_change_for_its_new_files(tmp_path: Path) -> None:
+    path = tmp_path / "bronze"
+    _old_bronze(path, matches(1, 12, seed=8))
+    migrate(path, _Registry(), "app")
+    last = sorted((path / "_delta_log").glob("*.json"))[-1].read_text().splitlines()
+    adds = [json.loads(line)["add"] for line in last if '"add"' in line]
+    assert adds and not any(a["dataChange"] for a in adds)
+    assert any('"txn"' in line for line in last)
+
+
+def test_a_text_that_cannot_be_read_back_aborts_naming_the_column_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "bronze"
+    sent = matches(1, 12, seed=9)
+    writer = BronzeWriter(path, "app")
+    table = _old_table(sent)
+    bad = table["loadout"].to_pylist()
+    bad[4] = '{"weapon": {"not": "a string"}}'
+    table = table.set_column(table.schema.get_field_index("loadout"), "loadout", pa.array(bad))
+    writer.evolve(list(table.schema), {})
+    writer.commit(writer.write_files(table), {TP: Landing(None, 11)}, {})
+    files = sorted(p.name for p in path.rglob("*.parquet"))
+    version = DeltaTable(str(path)).version()
+
+    with pytest.raises(UnparsableText) as raised:
+        migrate(path, _Registry(), "app")
+
+    assert "column 'loadout' of the row studio[0]@4" in str(raised.value)
+    assert "Nothing was changed" in str(raised.value)
+    assert DeltaTable(str(path)).version() == version
+    assert sorted(p.name for p in path.rglob("*.parquet")) == files
+    assert pa.schema(DeltaTable(str(path)).schema().to_arrow()).field("loadout").type == pa.string()
+
+
+def test_a_missing_table_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no bronze table"):
+        migrate(tmp_path / "nowhere", _Registry(), "app")
+
+
+def test_a_native_bronze_has_nothing_to_migrate(tmp_path: Path) -> None:
+    from tests.unit.test_native_types import write_studio_bronze
+
+    write_studio_bronze(tmp_path / "bronze", 6)
+    version = DeltaTable(str(tmp_path / "bronze")).version()
+    summary = migrate(tmp_path / "bronze", _Registry(), "app")
+    assert summary["rows_rewritten"] == 0 and DeltaTable(str(tmp_path / "bronze")).version() == version
