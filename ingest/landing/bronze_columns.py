@@ -12,13 +12,17 @@ import pyarrow as pa
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from ingest.landing.proto_arrow import TIMESTAMP, FieldReader, message_fields
+from ingest.landing.proto_arrow import TIMESTAMP, FieldReader, legacy_json_reader, message_fields
 
 PARTITION_COLUMN = "event_date"
 EVENT_TIME_FIELD = "event_timestamp"
 # Bronze table property per message type: its fields' numbers as JSON, {name: number} (the guard's
 # memory). Numbers belong to a message type, so each type has its own.
 FIELD_NUMBERS_PREFIX = "gamelake.proto.fields."
+# Bronze table property: the columns that hold JSON text because they were landed before native
+# types, as a JSON list (empty for a bronze created since, or migrated). Set once, when the first
+# service with native types opens the table; ``ingest bronze migrate-native-types`` empties it.
+JSON_ERA_COLUMNS = "gamelake.json_era_columns"
 
 KAFKA_COLUMNS = pa.schema(
     [
@@ -73,6 +77,11 @@ class FieldColumn:
 def message_columns(message: Descriptor) -> list[FieldColumn]:
     """The bronze columns of ``message``: its fields, then a case column per oneof."""
     return [FieldColumn(reader) for reader in message_fields(message)]
+
+
+def json_era_column(field: FieldDescriptor) -> FieldColumn:
+    """``field``'s column as a bronze from before native types holds it: JSON text."""
+    return FieldColumn(legacy_json_reader(field))
 
 
 def field_column(field: FieldDescriptor) -> FieldColumn:

@@ -39,8 +39,10 @@ from ingest.core.errors import ConfigError, IngestError
 from ingest.landing import crash_points as hooks
 from ingest.landing.bronze_columns import (
     FIELD_NUMBERS_PREFIX,
+    JSON_ERA_COLUMNS,
     KAFKA_COLUMNS,
     PARTITION_COLUMN,
+    RESERVED_NAMES,
     TIMESTAMP,
 )
 from ingest.landing.offsets import TopicPartition, txn_app_id
@@ -137,6 +139,17 @@ class BronzeWriter:
         # A bronze created before a service column existed (``_message_type``) gets it now,
         # in a metadata commit of its own; its older rows read null.
         self._add_fields(list(KAFKA_COLUMNS))
+        self._record_json_era()
+
+    def _record_json_era(self) -> None:
+        """A bronze from before native types says which of its columns hold JSON text: all its
+        field columns then (only those the old decoder made JSON land as text; the rest match).
+        A bronze with no field column yet records "none" with its first field numbers (evolve),
+        before any field column exists, so no crash can leave it looking old."""
+        table = self.refresh()
+        names = _field_column_names(table)
+        if JSON_ERA_COLUMNS not in table.metadata().configuration and names:
+            with_properties(table, {JSON_ERA_COLUMNS: json.dumps(names)})
 
     def refresh(self) -> DeltaTable:
         self.table.update_incremental()
@@ -146,7 +159,9 @@ class BronzeWriter:
         """The columns bronze has now, and the field numbers of each message type it landed."""
         table = self.refresh()
         known = {f.name: KnownColumn(f.name, f.type) for f in pa.schema(table.schema().to_arrow())}
-        return ColumnRegistry(known, _field_numbers(table.metadata().configuration))
+        configuration = table.metadata().configuration
+        json_era = frozenset(json.loads(configuration.get(JSON_ERA_COLUMNS, "[]")))
+        return ColumnRegistry(known, _field_numbers(configuration), json_era)
 
     def evolve(self, columns: list[pa.Field], numbers: FieldNumbers) -> None:
         """Schema evolution, in commits of their own before the rows: new nullable columns, structs
@@ -168,16 +183,22 @@ class BronzeWriter:
         )
 
     def _evolve_once(self, columns: list[pa.Field], numbers: FieldNumbers) -> None:
-        latest = {c.name: c for c in columns}  # a column widened twice in a batch: its last type
-        self._add_fields(list(latest.values()))
-        self._widen(list(latest.values()))
+        # Properties first: a new bronze says it holds no JSON text before its first field column.
+        configuration = self.refresh().metadata().configuration
+        properties = {}
         if numbers:
-            held = _field_numbers(self.refresh().metadata().configuration)
+            held = _field_numbers(configuration)
             properties = {
                 FIELD_NUMBERS_PREFIX + name: json.dumps({**held.get(name, {}), **fields}, sort_keys=True)
                 for name, fields in numbers.items()
             }
+        if JSON_ERA_COLUMNS not in configuration and not _field_column_names(self.table):
+            properties[JSON_ERA_COLUMNS] = "[]"
+        if properties:
             self.table.alter.set_table_properties(properties, raise_if_not_exists=False)
+        latest = {c.name: c for c in columns}  # a column widened twice in a batch: its last type
+        self._add_fields(list(latest.values()))
+        self._widen(list(latest.values()))
 
     def _add_fields(self, fields: list[pa.Field]) -> None:
         existing = set(pa.schema(self.refresh().schema().to_arrow()).names)
@@ -301,6 +322,11 @@ def write_part(
     return AddAction(
         relative, target.stat().st_size, {PARTITION_COLUMN: date}, modified_ms, data_change, _stats(part)
     )
+
+
+def _field_column_names(table: DeltaTable) -> list[str]:
+    """Bronze's columns of decoded fields (not the service's own), sorted."""
+    return sorted(n for n in pa.schema(table.schema().to_arrow()).names if n not in RESERVED_NAMES)
 
 
 def _field_numbers(configuration: dict[str, str]) -> FieldNumbers:

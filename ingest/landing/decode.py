@@ -38,8 +38,10 @@ from ingest.landing.bronze_columns import (
     PARTITION_COLUMN,
     TIMESTAMP,
     FieldColumn,
+    json_era_column,
     message_columns,
 )
+from ingest.landing.proto_arrow import landed_as_json_before_native_types
 from ingest.landing.registry import RegistryClient, UnknownSchemaId, lookup_with_retry
 from ingest.landing.schema_guard import ColumnRegistry, FieldNumbers
 
@@ -202,6 +204,7 @@ class Decoder:
         self._backoff_s = backoff_s
         self._unknown_ttl_s = unknown_ttl_s
         self._plans: dict[tuple[int, tuple[int, ...]], Plan] = {}
+        self._json_era_plans: dict[tuple[int, frozenset[str]], Plan] = {}
         self._unknown: dict[int, tuple[float, str]] = {}
 
     def plan(self, schema_id: int, indexes: tuple[int, ...]) -> Plan:
@@ -268,7 +271,7 @@ class Decoder:
         return DecodedBatch(table, dead, schema_ids, new_columns, guard.unrecorded(), kafka.offsets())
 
     def _checked_plan(self, schema_id: int, indexes: tuple[int, ...], guard: ColumnRegistry) -> Plan:
-        plan = self.plan(schema_id, indexes)
+        plan = self._json_era_plan(self.plan(schema_id, indexes), guard.json_era_text())
         problems = guard.violations(plan.message_type, plan.columns, plan.nested_types())
         if problems:
             refused = "; ".join(problems)
@@ -276,6 +279,26 @@ class Decoder:
                 f"schema id {schema_id} ({plan.message_type}) refused by the schema guard: {refused}"
             )
         return plan
+
+    def _json_era_plan(self, plan: Plan, json_era: frozenset[str]) -> Plan:
+        """``plan`` with the columns bronze holds as JSON text from before native types landing as
+        that text still, so an upgraded service keeps landing them (until they are migrated)."""
+        fields = plan.message_class.DESCRIPTOR.fields_by_name
+        legacy = frozenset(
+            c.name
+            for c in plan.columns
+            if c.name in json_era
+            and c.number is not None
+            and landed_as_json_before_native_types(fields[c.name])
+        )
+        if not legacy:
+            return plan
+        key = (id(plan), legacy)
+        cached = self._json_era_plans.get(key)
+        if cached is None:
+            columns = [json_era_column(fields[c.name]) if c.name in legacy else c for c in plan.columns]
+            cached = self._json_era_plans[key] = Plan(plan.schema_id, plan.message_class, columns)
+        return cached
 
     def _group_table(
         self, plan: Plan, payloads: list[bytes], positions: list[int], kafka: KafkaColumns

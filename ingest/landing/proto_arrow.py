@@ -199,6 +199,37 @@ _DYNAMIC = {
 }
 
 
+class LegacyJsonText(Converter):
+    """A field as the ingest landed it before native types: the JSON text of its value in its
+    message's canonical JSON, NULL when absent. Read from the parent messages, for the columns
+    a bronze of that time holds as text (``gamelake.json_era_columns``) until they are migrated."""
+
+    arrow_type = pa.string()
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def convert(self, values: list[Any], present: Mask = None) -> pa.Array:
+        name = self._name
+        texts = []
+        for message in values:
+            as_dict = json_format.MessageToDict(message, preserving_proto_field_name=True)
+            texts.append(json.dumps(as_dict[name], sort_keys=True) if name in as_dict else None)
+        return pa.array(texts, pa.string())
+
+
+def legacy_json_reader(field: FieldDescriptor) -> FieldReader:
+    return FieldReader(field.name, field.number, LegacyJsonText(field.name), list, None)
+
+
+def landed_as_json_before_native_types(field: FieldDescriptor) -> bool:
+    """Repeated fields, maps and messages other than Timestamp were JSON text until native types."""
+    if _is_repeated(field):
+        return True
+    message = field.message_type
+    return message is not None and message.full_name != "google.protobuf.Timestamp"
+
+
 @dataclass
 class ListOf(Converter):
     element: Converter

@@ -32,7 +32,12 @@ def _migrate_command(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     summary = migrate(
-        settings.bronze_path, RegistryClient(settings), settings.app_id, _progress(), args.dry_run
+        settings.bronze_path,
+        RegistryClient(settings),
+        settings.app_id,
+        _progress(),
+        args.dry_run,
+        settings.dbt_tables_dir,
     )
     print(json.dumps(summary, indent=2))
     return 0

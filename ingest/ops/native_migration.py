@@ -16,6 +16,7 @@ version sees every old row deleted and none inserted, so silver's readers must b
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,12 +31,13 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction
 
 from ingest.core.errors import ConfigError
-from ingest.landing.bronze_columns import PARTITION_COLUMN, type_name
-from ingest.landing.bronze_writer import write_part
+from ingest.landing.bronze_columns import JSON_ERA_COLUMNS, PARTITION_COLUMN, type_name
+from ingest.landing.bronze_writer import with_properties, write_part
 from ingest.landing.compaction import compaction_lock
 from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.ops.native_convert import convert
 from ingest.ops.native_plan import MigrationError, MigrationPlan, Registry, plan_migration
+from ingest.ops.reader_marks import Reader, move_marks, readers, readers_behind, readers_holding
 
 BATCH_ROWS = 20_000  # rows rebuilt at once: their Python messages are the migration's memory
 JOB = "migrate-native-types"  # in the commitInfo, for whoever reads the history
@@ -51,11 +53,19 @@ class BronzeFile:
 
 
 def migrate(
-    path: Path, registry: Registry, app_id: str, progress: Progress | None = None, dry_run: bool = False
+    path: Path,
+    registry: Registry,
+    app_id: str,
+    progress: Progress | None = None,
+    dry_run: bool = False,
+    tables_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Convert bronze's JSON text columns to native types; returns the summary.
 
     ``dry_run`` converts every row (so a text that cannot be read back is found) and writes nothing.
+    ``tables_dir``: where silver's readers of bronze live (reader_marks.py); each must have read
+    bronze up to its current version and hold none of the converted columns, and their marks
+    move past the rewrite.
     """
     if not DeltaTable.is_deltatable(str(path)):
         raise ConfigError(f"there is no bronze table at {path}: check warehouse_dir; nothing to migrate")
@@ -67,6 +77,8 @@ def migrate(
         summary = _summary(table, plan)
         if not plan:
             return {**summary, "rows_rewritten": 0, "note": "no JSON text column to convert"}
+        found = readers(tables_dir) if tables_dir is not None else []
+        _refuse_unless_readers_allow(found, table.version(), plan.converted)
         files = bronze_files(table)
         adds = _rewrite_all(path, files, plan, progress or (lambda done, total: None), dry_run)
         summary["rows_rewritten"] = sum(f.rows for f in files)
@@ -76,7 +88,26 @@ def migrate(
         txns = app_transactions(table, app_id)
         summary["version"] = _commit(path, table, adds, plan.new_schema, txns)
         summary["app_transactions_kept"] = len(txns)
+        _forget_json_era(table, plan.converted)
+        move_marks(found, table.version())
+        summary["reader_marks_moved"] = {r.name: table.version() for r in found}
         return summary
+
+
+def _refuse_unless_readers_allow(found: list[Reader], bronze_version: int, converted: list[str]) -> None:
+    behind = readers_behind(found, bronze_version)
+    if behind:
+        raise MigrationError(
+            f"bronze is at version {bronze_version} but {'; '.join(behind)}: bring every reader up to "
+            "date first (`ingest refresh`, with the service stopped), then migrate; nothing was changed"
+        )
+    holding = readers_holding(found, converted)
+    if holding:
+        raise MigrationError(
+            f"{'; '.join(holding)} (passed through from bronze as JSON text): this command converts "
+            "bronze only, and such a reader could not take the native type; nothing was changed. "
+            "The service keeps landing these columns as JSON text meanwhile (README, Protobuf types)"
+        )
 
 
 def _summary(table: DeltaTable, plan: MigrationPlan) -> dict[str, Any]:
@@ -160,6 +191,15 @@ def _commit(
     if moved:
         raise MigrationError(f"the offsets of {', '.join(moved)} changed in the migration's commit")
     return table.version()
+
+
+def _forget_json_era(table: DeltaTable, converted: list[str]) -> None:
+    """The converted columns no longer hold JSON text: the service lands them natively from now.
+    (Were this commit lost, the service still would: it trusts the list only for text columns.)"""
+    table.update_incremental()
+    held = json.loads(table.metadata().configuration.get(JSON_ERA_COLUMNS, "[]"))
+    left = sorted(set(held) - set(converted))
+    with_properties(table, {JSON_ERA_COLUMNS: json.dumps(left)})
 
 
 def _remove(root: Path, adds: list[AddAction]) -> None:

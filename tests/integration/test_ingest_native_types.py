@@ -9,18 +9,24 @@ what was sent, NULL for what was unset, and bronze + dead letters = Kafka.
 
 from __future__ import annotations
 
+import json
 import signal
+import subprocess
+import sys
 
+import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
+from ingest.core.paths import PROJECT_DIR
 from ingest.dev.producer.publish import ensure_topic
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
     produce_raw,
+    run_service,
     service_env,
     start_service,
     table,
@@ -79,4 +85,70 @@ def test_every_shape_lands_natively_and_a_nested_field_widens_the_struct_live(st
     kinds = [e["kind"] for e in table(tmp_path, "ingest_event_log").to_pylist()]
     assert kinds.count("start") == 1 and kinds.count("schema_evolved") == 2
     assert table(tmp_path, "dead_letters").num_rows == 0
+    assert_exactly_once(tmp_path, stack.bootstrap_servers, fresh_topic)
+
+
+def test_an_old_bronze_keeps_landing_json_text_then_is_migrated_and_lands_natively(
+    stack, fresh_topic, tmp_path
+):
+    """A bronze the service before native types left (JSON text columns, offsets in Delta): the
+    upgraded service lands into it without a dead letter, the migration command converts it in one
+    commit, and the service lands natively after it; every record once, values as sent."""
+    from deltalake import CommitProperties, Transaction, write_deltalake
+
+    from ingest.landing.offsets import TopicPartition, txn_app_id
+    from tests.unit.test_native_migration import _after_migration, _old_table
+
+    ensure_topic(stack.endpoints(fresh_topic), partitions=1)
+    sent = _produce(stack, fresh_topic, 1, 30)
+    schema_id = (
+        SchemaRegistryClient({"url": stack.registry_url}).get_latest_version(f"{fresh_topic}-value").schema_id
+    )
+    old = _old_table(sent[:10])
+    coordinates = {
+        "_kafka_topic": pa.array([fresh_topic] * 10),
+        "_schema_id": pa.array([schema_id] * 10, pa.int32()),
+    }
+    for name, values in coordinates.items():
+        old = old.set_column(old.schema.get_field_index(name), name, values)
+    landed = Transaction(txn_app_id("gamelake-ingest", TopicPartition(fresh_topic, 0)), 9)
+    bronze_path = tmp_path / "bronze" / "game_events"
+    write_deltalake(
+        str(bronze_path),
+        old,
+        partition_by=["event_date"],
+        commit_properties=CommitProperties(app_transactions=[landed]),
+    )
+    env = service_env(stack, fresh_topic, tmp_path)
+    log = tmp_path / "ingest.log"
+    assert run_service(env, log=log) == 0, log.read_text()[-3000:]
+    assert (
+        table(tmp_path, "dead_letters").num_rows == 0
+        if (tmp_path / "bronze" / "dead_letters").exists()
+        else True
+    )
+    assert bronze(tmp_path).num_rows == 30
+    texts = {r["event_id"]: r["loadout"] for r in bronze(tmp_path).to_pylist()}
+    assert all(texts[m.event_id] is None or isinstance(texts[m.event_id], str) for m in sent)
+
+    migrated = subprocess.run(
+        [sys.executable, "-m", "ingest.cli", "bronze", "migrate-native-types"],
+        env=env, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert migrated.returncode == 0, migrated.stderr[-3000:]
+    summary = json.loads(migrated.stdout)
+    assert summary["rows_rewritten"] == 30 and "loadout" in summary["columns_converted"]
+    assert "30 / 30 rows" in migrated.stderr
+
+    later = _produce(stack, fresh_topic, 2, 20)
+    assert run_service(env, log=log) == 0, log.read_text()[-3000:]
+    rows = {r["event_id"]: r for r in bronze(tmp_path).to_pylist()}
+    assert len(rows) == 50
+    for i, m in enumerate(sent):  # landed as JSON text (the first ten by the old service), converted
+        want = _after_migration(m) if i < 10 else expected(m)  # the old service kept no presence
+        if want["loadout"] is not None:
+            want["loadout"]["skin"] = None
+        assert comparable(rows[m.event_id]) == want, m.event_id
+    for m in later:
+        assert comparable(rows[m.event_id]) == expected(m), m.event_id
     assert_exactly_once(tmp_path, stack.bootstrap_servers, fresh_topic)

@@ -22,6 +22,7 @@ from ingest.landing.decode import Decoder
 from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.ops.native_convert import UnparsableText
 from ingest.ops.native_migration import migrate
+from ingest.ops.native_plan import MigrationError
 from tests.studio_schema import comparable, expected, matches
 from tests.unit.test_native_types import _decoded, _Registry
 
@@ -163,3 +164,80 @@ def test_a_native_bronze_has_nothing_to_migrate(tmp_path: Path) -> None:
     version = DeltaTable(str(tmp_path / "bronze")).version()
     summary = migrate(tmp_path / "bronze", _Registry(), "app")
     assert summary["rows_rewritten"] == 0 and DeltaTable(str(tmp_path / "bronze")).version() == version
+
+
+def test_an_upgraded_service_lands_json_era_columns_as_text_until_they_are_migrated(tmp_path: Path) -> None:
+    from deltalake import write_deltalake
+
+    from tests.unit.test_native_types import _land
+
+    path = tmp_path / "bronze"
+    # As the service before native types left it: JSON text columns, no property saying so.
+    write_deltalake(str(path), _old_table(matches(1, 12, seed=7)), partition_by=["event_date"])
+    writer = BronzeWriter(path, "app")
+    assert set(JSON_COLUMNS) <= writer.columns().json_era
+
+    upgraded = matches(1, 12, seed=8)
+    decoded = _decoded(1, upgraded, writer.columns())  # no dead letter: the guard accepts them
+    for row, m in zip(decoded.table.to_pylist(), upgraded, strict=True):
+        assert {name: row[name] for name in JSON_COLUMNS} == {
+            name: _old_json(m, name) for name in JSON_COLUMNS
+        }
+    _land(writer, decoded)
+
+    migrate(path, _Registry(), "app")
+    guard = BronzeWriter(path, "app").columns()
+    # A Struct's text is the same then and now: it stays listed, and lands as that text either way.
+    assert guard.json_era_text() & set(JSON_COLUMNS) == {"extra"}
+    later = matches(1, 6, seed=9)
+    for row, m in zip(_decoded(1, later, guard).table.to_pylist(), later, strict=True):
+        assert comparable(row) == expected(m)
+
+
+def _reader(tables_dir: Path, name: str, mark: int, columns: tuple[str, ...] = ("event_id",)) -> Path:
+    """A silver table as dbt leaves it: its own columns and its bronze mark as a table property."""
+    from deltalake import write_deltalake
+
+    schema, table_name = name.split(".")
+    path = tables_dir / f"{schema}.db" / table_name
+    write_deltalake(str(path), pa.table({c: pa.array(["x"], pa.string()) for c in columns}))
+    DeltaTable(str(path)).alter.set_table_properties(
+        {"gamelake.bronze_version": str(mark), "gamelake.bronze_marked_at": "2026-11-24 00:00:00"},
+        raise_if_not_exists=False,
+    )
+    return path
+
+
+def test_readers_must_have_read_bronze_to_its_end_and_their_marks_move_past_the_rewrite(
+    tmp_path: Path,
+) -> None:
+    path, tables = tmp_path / "bronze", tmp_path / "spark"
+    _old_bronze(path, matches(1, 20, seed=3))
+    version = DeltaTable(str(path)).version()
+    _reader(tables, "silver.silver_alpha", version)
+    behind = _reader(tables, "silver.silver_quarantine", version - 1)
+
+    with pytest.raises(MigrationError, match=r"silver.silver_quarantine has read bronze up to version \d+"):
+        migrate(path, _Registry(), "app", tables_dir=tables)
+    assert DeltaTable(str(path)).version() == version, "nothing changed"
+
+    DeltaTable(str(behind)).alter.set_table_properties(
+        {"gamelake.bronze_version": str(version)}, raise_if_not_exists=False
+    )
+    summary = migrate(path, _Registry(), "app", tables_dir=tables)
+    final = DeltaTable(str(path)).version()
+    assert summary["reader_marks_moved"] == {"silver.silver_alpha": final, "silver.silver_quarantine": final}
+    for table in ("silver_alpha", "silver_quarantine"):
+        marks = DeltaTable(str(tables / "silver.db" / table)).metadata().configuration
+        assert marks["gamelake.bronze_version"] == str(final)
+
+
+def test_a_reader_holding_a_converted_column_stops_the_rewrite(tmp_path: Path) -> None:
+    path, tables = tmp_path / "bronze", tmp_path / "spark"
+    _old_bronze(path, matches(1, 20, seed=3))
+    version = DeltaTable(str(path)).version()
+    _reader(tables, "silver.silver_alpha", version, ("event_id", "loadout"))
+
+    with pytest.raises(MigrationError, match=r"silver\.silver_alpha holds loadout"):
+        migrate(path, _Registry(), "app", tables_dir=tables)
+    assert DeltaTable(str(path)).version() == version
