@@ -274,7 +274,8 @@ def _register_v4_as(stack: PrivateStack, subject: str, schema_id: int) -> None:
     for n in range(10):
         file = load_version(4).file_descriptor_proto.__class__()
         file.CopyFrom(load_version(4).file_descriptor_proto)
-        file.options.java_package = f"gamelake.variant{n}"  # same messages, new content
+        # same messages, content new to the registry (another test's variants would be reused)
+        file.options.java_package = f"gamelake.variant.{subject.replace('-', '_')}.v{n}"
         raw = base64.b64encode(file.SerializeToString()).decode()
         got = client.register_schema(subject, Schema(raw, "PROTOBUF", [ref]))
         if got >= schema_id:
