@@ -12,37 +12,20 @@ from deltalake import DeltaTable
 
 from ingest.core.errors import SchemaLookupError
 from ingest.core.settings import IngestSettings
-from ingest.dev.demo_schemas import available_versions, load_version
+from ingest.dev.demo_schemas import load_version
 from ingest.landing import wire_format as wire
 from ingest.landing.bronze_writer import BronzeWriter, Landing
 from ingest.landing.dead_letters import DeltaDeadLetters, to_table
 from ingest.landing.decode import DeadLetter
 from ingest.landing.offsets import TopicPartition
-from ingest.landing.registry import UnknownSchemaId
 from ingest.ops import dead_letter_commands
 from ingest.ops.dead_letter_commands import replay, replay_app_id, select
+from tests.demo_registry import DemoRegistry
 
 TOPIC = "events"
 
 
-class _Schema:
-    def __init__(self, version: int) -> None:
-        self.descriptor = load_version(version).message_class.DESCRIPTOR
-
-    def message(self, indexes):
-        return self.descriptor
-
-
-class _Registry:
-    """Schema id N is event schema version N: the schema the dead letters missed is registered now."""
-
-    def __init__(self, settings: IngestSettings) -> None:
-        pass
-
-    def schema(self, schema_id):
-        if schema_id not in available_versions():
-            raise UnknownSchemaId(f"schema id {schema_id} is not registered")
-        return _Schema(schema_id)
+_Registry = DemoRegistry
 
 
 @pytest.fixture

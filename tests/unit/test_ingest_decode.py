@@ -17,27 +17,13 @@ from ingest.landing.batch import partition_ranges
 from ingest.landing.bronze_columns import field_column
 from ingest.landing.decode import Decoder
 from ingest.landing.offsets import TopicPartition
-from ingest.landing.registry import UnknownSchemaId
 from ingest.landing.schema_guard import ColumnRegistry
+from tests.demo_registry import DemoRegistry
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class _Schema:
-    def __init__(self, version: int) -> None:
-        self.descriptor = load_version(version).message_class.DESCRIPTOR
-
-    def message(self, indexes):
-        return self.descriptor
-
-
-class _Registry:
-    """Schema id N is event schema version N; any other id is unknown."""
-
-    def schema(self, schema_id):
-        if schema_id not in available_versions():
-            raise UnknownSchemaId(f"schema id {schema_id} is not registered")
-        return _Schema(schema_id)
+_Registry = DemoRegistry
 
 
 def _random_text(rng: random.Random) -> str:
