@@ -143,13 +143,20 @@ def _per_minute(warehouse: Path, samples: list[dict[str, float]]) -> list[dict[s
 
 
 def soak(
-    minutes: float, rate: float, compact_every: int
+    minutes: float, rate: float, compact_every: int, retention_hours: tuple[int, int] = (48, 168)
 ) -> tuple[list[dict[str, object]], dict[str, object]]:
     endpoints = replace(Endpoints.from_env(), topic=f"soak-{uuid.uuid4().hex[:8]}")
     ensure_topic(endpoints, 6)
     pool = _payload_pool(endpoints)
     warehouse = Path(tempfile.mkdtemp(prefix="gamelake-soak-"))
-    env = _env(endpoints, warehouse, compact_every_commits=compact_every, log_level="INFO")
+    env = _env(
+        endpoints,
+        warehouse,
+        compact_every_commits=compact_every,
+        log_level="INFO",
+        log_retention_hours=retention_hours[0],
+        vacuum_retention_hours=retention_hours[1],
+    )
     log_path = warehouse / "ingest.log"
     with open(log_path, "wb") as log:
         service = subprocess.Popen(
@@ -207,8 +214,12 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=120)
     parser.add_argument("--rate", type=float, default=10_000)
     parser.add_argument("--compact-every", type=int, default=100, help="compact_every_commits")
+    # 1 and 1 show, in a run of over an hour, that the log and the data folder stop growing.
+    parser.add_argument("--log-retention-hours", type=int, default=48, help="log_retention_hours")
+    parser.add_argument("--vacuum-retention-hours", type=int, default=168, help="vacuum_retention_hours")
     args = parser.parse_args()
-    rows, summary = soak(args.minutes, args.rate, args.compact_every)
+    retention = (args.log_retention_hours, args.vacuum_retention_hours)
+    rows, summary = soak(args.minutes, args.rate, args.compact_every, retention)
     _record(rows, summary, args)
     return 0 if summary["kafka"] == summary["bronze_plus_dead_letters"] else 1
 
