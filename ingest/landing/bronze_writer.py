@@ -47,10 +47,10 @@ from ingest.landing.bronze_columns import (
 )
 from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.landing.schema_guard import ColumnRegistry, FieldNumbers, KnownColumn
+from ingest.landing.table_properties import TABLE_CONFIGURATION, with_properties
 
 # The service's upkeep child checkpoints bronze and cleans its log (ingest/landing/upkeep.py), so
 # commits write no checkpoint of their own; the interval is for other engines that write.
-TABLE_CONFIGURATION = {"delta.checkpointInterval": "100", "delta.logRetentionDuration": "interval 48 hours"}
 # Silver reads bronze by commit version through the change data feed (table_changes): what is
 # new is decided by the Delta log, not by clocks. Appends need no change files to be read so.
 CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
@@ -118,16 +118,6 @@ def ensure_table(
         )
     except DeltaError as err:
         raise ConfigError(f"cannot create the {name} Delta table at {path}: {err}") from None
-
-
-def with_properties(table: DeltaTable, properties: dict[str, str]) -> DeltaTable:
-    """``table`` with ``properties`` set, in one metadata commit when any differs."""
-    current = table.metadata().configuration
-    missing = {key: value for key, value in properties.items() if current.get(key) != value}
-    if missing:
-        table.alter.set_table_properties(missing, raise_if_not_exists=False)
-        table.update_incremental()
-    return table
 
 
 class BronzeWriter:

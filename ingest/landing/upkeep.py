@@ -27,8 +27,8 @@ from pathlib import Path
 from deltalake import DeltaTable
 
 from ingest.landing import crash_points
-from ingest.landing.bronze_writer import TABLE_CONFIGURATION, with_properties
 from ingest.landing.compaction import compact
+from ingest.landing.table_properties import TABLE_CONFIGURATION, with_properties
 
 
 @dataclass(frozen=True)

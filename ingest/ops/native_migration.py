@@ -32,9 +32,10 @@ from deltalake.transaction import AddAction
 
 from ingest.core.errors import ConfigError
 from ingest.landing.bronze_columns import JSON_ERA_COLUMNS, PARTITION_COLUMN, type_name
-from ingest.landing.bronze_writer import with_properties, write_part
+from ingest.landing.bronze_writer import write_part
 from ingest.landing.compaction import compaction_lock
 from ingest.landing.offsets import TopicPartition, txn_app_id
+from ingest.landing.table_properties import with_properties
 from ingest.ops.native_convert import convert
 from ingest.ops.native_plan import MigrationError, MigrationPlan, Registry, plan_migration
 from ingest.ops.reader_marks import Reader, move_marks, readers, readers_behind, readers_holding

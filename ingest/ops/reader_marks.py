@@ -15,7 +15,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from ingest.landing.bronze_writer import with_properties
+from ingest.landing.table_properties import with_properties
 
 MARK = "gamelake.bronze_version"
 MARKED_AT = "gamelake.bronze_marked_at"
