@@ -12,6 +12,8 @@ SPARK_STAMP := $(VENV)/.gamelake-spark-defaults
 PYTEST_ARGS ?=
 SOAK_MINUTES ?= 120
 SOAK_RATE ?= 10000
+SOAK_THEN_MINUTES ?= 30
+SOAK_THEN_RATE ?= 20000
 FRESH_MINUTES ?= 10
 FRESH_RATE ?= 20000
 
@@ -90,8 +92,8 @@ compact: setup ## Purge old dead letters; compact, checkpoint and vacuum the bro
 bench: setup ## Run the benchmarks and record results under bench/results
 	$(BIN)/python -m bench.run
 
-bench-soak: setup ## Producer + ingest for SOAK_MINUTES (120) at SOAK_RATE (10000)/s, per minute (bench/results/soak.md)
-	$(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES) --rate $(SOAK_RATE)
+bench-soak: setup ## Producer + ingest for SOAK_MINUTES (120) at SOAK_RATE (10000)/s, then SOAK_THEN_MINUTES (30) at SOAK_THEN_RATE (20000)/s (bench/results/soak.md)
+	$(BIN)/python -m bench.soak --minutes $(SOAK_MINUTES) --rate $(SOAK_RATE) --then-minutes $(SOAK_THEN_MINUTES) --then-rate $(SOAK_THEN_RATE)
 
 audit: setup ## The whole-table audit: bronze keys unique, gold equal to a recompute from silver
 	$(BIN)/dbt build --select tag:audit

@@ -1,13 +1,14 @@
 """Soak: producer and ingest side by side for a long while, reported minute by minute.
 
-    python -m bench.soak [--minutes 120] [--rate 10000] [--compact-every 100]
+    python -m bench.soak [--minutes 120] [--rate 10000] [--then-minutes 30 --then-rate 20000]
 
 One ingest process with the production defaults (flush at 50,000 rows or 1 s), a producer at
-``--rate`` events/s of mixed v1-v3 events on a fresh 6-partition topic. Every few seconds the
-harness samples the service's RSS (with its compaction child) and the bronze table's files and
-bytes, data and ``_delta_log`` apart. Afterwards, per minute of Kafka time: p50/p99/max
-freshness of every event (``_ingested_at - _kafka_timestamp``), the mean and max commit time,
-RSS, and the table's size; then Kafka = bronze + dead letters. Results are appended to
+``--rate`` events/s of mixed v1-v3 events on a fresh 6-partition topic, then optionally a second
+phase at ``--then-rate``. Every few seconds the harness samples the service's RSS and its upkeep
+child's apart, the CPU time of both, and the bronze table's files and bytes, data and
+``_delta_log`` apart. Afterwards, per minute of Kafka time: p50/p99/max freshness of every event
+(``_ingested_at - _kafka_timestamp``), the mean and max commit time, RSS, CPU cores, and the
+table's size; then Kafka = bronze + dead letters. Results are appended to
 bench/results/soak.md with machine, date and settings.
 """
 
@@ -42,16 +43,28 @@ RESULTS = PROJECT_DIR / "bench" / "results" / "soak.md"
 SAMPLE_EVERY_S = 5.0
 
 
-def _rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and its children (the compaction process), in MB."""
+def _rss_mb(pids: list[int]) -> float:
+    """Resident memory of ``pids`` together, in MB."""
     total = 0
-    for proc in [pid, *_children(pid)]:
+    for proc in pids:
         try:
             status = Path(f"/proc/{proc}/status").read_text()
         except OSError:
             continue
         total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS")), 0)
     return total / 1024
+
+
+def _cpu_s(pids: list[int]) -> float:
+    """CPU seconds of ``pids``, each with its children that have ended (utime+stime+cutime+cstime)."""
+    total = 0
+    for proc in pids:
+        try:
+            fields = Path(f"/proc/{proc}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += sum(int(f) for f in fields[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _children(pid: int) -> list[int]:
@@ -73,9 +86,12 @@ def _folder(path: Path) -> tuple[int, int]:
 def _sample(pid: int, bronze: Path) -> dict[str, float]:
     log_files, log_bytes = _folder(bronze / "_delta_log")
     all_files, all_bytes = _folder(bronze)
+    children = _children(pid)
     return {
         "at": time.time(),
-        "rss_mb": _rss_mb(pid),
+        "rss_mb": _rss_mb([pid]),
+        "upkeep_rss_mb": _rss_mb(children),
+        "cpu_s": _cpu_s([pid, *children]),
         "data_files": all_files - log_files,
         "data_mb": (all_bytes - log_bytes) / 1e6,
         "log_files": log_files,
@@ -123,6 +139,7 @@ def _per_minute(warehouse: Path, samples: list[dict[str, float]]) -> list[dict[s
         quantiles = pc.quantile(lags, q=[0.5, 0.99])
         commit_ms = commits.filter(pc.equal(commit_minute, at))["commit_ms"]
         near = [s for s in samples if at.timestamp() <= s["at"] < at.timestamp() + 60] or samples[-1:]
+        cpu_cores = (near[-1]["cpu_s"] - near[0]["cpu_s"]) / max(near[-1]["at"] - near[0]["at"], 1e-9)
         rows.append(
             {
                 "minute": at.strftime("%H:%M"),
@@ -133,6 +150,8 @@ def _per_minute(warehouse: Path, samples: list[dict[str, float]]) -> list[dict[s
                 "commit_ms_mean": round(pc.mean(commit_ms).as_py() or 0, 1),
                 "commit_ms_max": round(pc.max(commit_ms).as_py() or 0, 1),
                 "rss_mb": round(max(s["rss_mb"] for s in near)),
+                "upkeep_rss_mb": round(max(s["upkeep_rss_mb"] for s in near)),
+                "cpu_cores": round(cpu_cores, 2),
                 "data_files": int(near[-1]["data_files"]),
                 "data_mb": round(near[-1]["data_mb"]),
                 "log_files": int(near[-1]["log_files"]),
@@ -142,8 +161,16 @@ def _per_minute(warehouse: Path, samples: list[dict[str, float]]) -> list[dict[s
     return rows
 
 
+def _produce_phases(
+    endpoints: Endpoints, pool: list[tuple[bytes, bytes]], phases: list[tuple[float, float]]
+) -> None:
+    """Produce each (minutes, rate) phase in turn."""
+    for minutes, rate in phases:
+        _produce(endpoints, _cycled(pool), int(rate * minutes * 60), rate)
+
+
 def soak(
-    minutes: float, rate: float, compact_every: int, retention_hours: tuple[int, int] = (48, 168)
+    phases: list[tuple[float, float]], compact_every: int, retention_hours: tuple[int, int] = (48, 168)
 ) -> tuple[list[dict[str, object]], dict[str, object]]:
     endpoints = replace(Endpoints.from_env(), topic=f"soak-{uuid.uuid4().hex[:8]}")
     ensure_topic(endpoints, 6)
@@ -162,9 +189,7 @@ def soak(
         service = subprocess.Popen(
             [sys.executable, "-m", "ingest.cli", "run"], env=env, cwd=PROJECT_DIR, stdout=log, stderr=log
         )
-    producer = threading.Thread(
-        target=_produce, args=(endpoints, _cycled(pool), int(rate * minutes * 60), rate)
-    )
+    producer = threading.Thread(target=_produce_phases, args=(endpoints, pool, phases))
     load_before, started = _load(), time.monotonic()
     producer.start()
     samples: list[dict[str, float]] = []
@@ -179,7 +204,7 @@ def soak(
     service.send_signal(signal.SIGTERM)
     service.wait(timeout=120)
     rows = _per_minute(warehouse, samples)
-    summary = {
+    summary: dict[str, object] = {
         "minutes": round((time.monotonic() - started) / 60, 1),
         "kafka": produced,
         "bronze_plus_dead_letters": _landed(warehouse),
@@ -213,13 +238,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=120)
     parser.add_argument("--rate", type=float, default=10_000)
+    parser.add_argument("--then-minutes", type=float, default=0, help="a second phase, after the first")
+    parser.add_argument("--then-rate", type=float, default=20_000)
     parser.add_argument("--compact-every", type=int, default=100, help="compact_every_commits")
     # 1 and 1 show, in a run of over an hour, that the log and the data folder stop growing.
     parser.add_argument("--log-retention-hours", type=int, default=48, help="log_retention_hours")
     parser.add_argument("--vacuum-retention-hours", type=int, default=168, help="vacuum_retention_hours")
     args = parser.parse_args()
     retention = (args.log_retention_hours, args.vacuum_retention_hours)
-    rows, summary = soak(args.minutes, args.rate, args.compact_every, retention)
+    phases = [(args.minutes, args.rate)]
+    if args.then_minutes:
+        phases.append((args.then_minutes, args.then_rate))
+    rows, summary = soak(phases, args.compact_every, retention)
     _record(rows, summary, args)
     return 0 if summary["kafka"] == summary["bronze_plus_dead_letters"] else 1
 
