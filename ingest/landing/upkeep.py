@@ -47,6 +47,7 @@ class Retention:
 
 def upkeep(path: Path, retention: Retention) -> dict[str, object]:
     """Compact, vacuum, checkpoint and clean the log of the table at ``path``; what each step did."""
+    logs_before = _log_files(path)
     compacted = compact(path)
     table = DeltaTable(str(path))
     with_properties(table, retention.properties())
@@ -55,18 +56,20 @@ def upkeep(path: Path, retention: Retention) -> dict[str, object]:
     )
     table.update_incremental()
     table.create_checkpoint()
-    logs_before = _log_files(path)
+    # delta-rs also cleans the expired log after its own commits (compaction, vacuum), so what
+    # was removed is counted from before the compaction.
     table.cleanup_metadata()
     return {
         **compacted,
         "version": table.version(),
-        "log_files_removed": logs_before - _log_files(path),
+        "log_files_removed": len(logs_before - _log_files(path)),
         "files_vacuumed": len(vacuumed),
     }
 
 
-def _log_files(path: Path) -> int:
-    return sum(1 for _ in (path / "_delta_log").glob("0*"))
+def _log_files(path: Path) -> set[str]:
+    """Commit and checkpoint files by name: appends that land meanwhile add names, never remove."""
+    return {entry.name for entry in (path / "_delta_log").glob("0*")}
 
 
 def main(argv: list[str]) -> int:

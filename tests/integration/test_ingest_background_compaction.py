@@ -7,6 +7,7 @@ can see what lands meanwhile and can kill everything at that moment.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -96,3 +97,67 @@ def test_a_sigkill_during_compaction_loses_and_duplicates_nothing(stack, fresh_t
     assert run_service(clean, log=log) == 0, log.read_text()[-2000:]
     assert_exactly_once(tmp_path, stack.bootstrap_servers, fresh_topic)
     assert DeltaTable(str(tmp_path / "bronze" / "game_events")).to_pyarrow_table().num_rows > 0
+
+
+def _log_versions(table: Path) -> list[int]:
+    return sorted(int(f.name.split(".")[0]) for f in (table / "_delta_log").glob("*.json"))
+
+
+def _age(table: Path, hours: float) -> int:
+    """Backdate every log file of ``table`` by ``hours`` (delta-rs's log cleanup reads the file's
+    modification time); the newest checkpoint aged. The cleanup keeps what any version inside the
+    retention needs: the log from the newest checkpoint older than the retention on."""
+    then = time.time() - hours * 3600
+    for entry in (table / "_delta_log").glob("0*"):
+        os.utime(entry, (then, then))
+    return max(_checkpoints(table))
+
+
+def test_the_upkeep_deletes_old_log_files_beside_landing_and_loses_nothing(stack, fresh_topic, tmp_path):
+    """An hour of retention is too long to wait for, so the log files that exist at one moment are
+    made two hours old; the service's next upkeeps must delete those a checkpoint covers, from
+    bronze and from the event log, while batches keep landing."""
+    env = {
+        **_env(stack, fresh_topic, tmp_path),
+        "GAMELAKE_TEST_HOOKS": "",
+        "GAMELAKE_INGEST_COMPACT_EVERY_COMMITS": "10",
+        "GAMELAKE_INGEST_LOG_RETENTION_HOURS": "1",
+        "GAMELAKE_INGEST_EVENT_LOG_FLUSH_S": "1",
+    }
+    bronze_path, event_log = (tmp_path / "bronze" / name for name in ("game_events", "ingest_event_log"))
+    producer = _produce(stack, env, fresh_topic, tmp_path / "produce.log")
+    service = _start(["run"], env, tmp_path / "ingest.log")
+    try:
+        wait_until(lambda: event_log.exists() and len(_log_versions(bronze_path)) >= 30, 90, "30 commits")
+        aged = {path: _age(path, hours=2) for path in (bronze_path, event_log)}
+        # Two more upkeeps: each checkpoints past the aged versions, then cleans the log.
+        wait_until(lambda: _log_versions(bronze_path)[-1] >= aged[bronze_path] + 25, 90, "25 more commits")
+    finally:
+        os.killpg(producer.pid, signal.SIGTERM)
+        producer.wait(timeout=30)
+    os.killpg(service.pid, signal.SIGTERM)
+    assert service.wait(timeout=60) == 0, (tmp_path / "ingest.log").read_text()[-2000:]
+    assert run_service(env) == 0
+
+    for path, aged_checkpoint in aged.items():
+        versions = _log_versions(path)
+        assert aged_checkpoint > 0, f"{path.name}: no checkpoint past version 0 before the ageing"
+        # Every aged commit before the aged checkpoint is gone; the rest is kept, with no gap.
+        assert versions[0] >= aged_checkpoint, f"{path.name}: aged log files kept ({versions[:5]}...)"
+        assert versions == list(range(versions[0], versions[-1] + 1)), f"{path.name}: a gap in the log"
+    removed = [
+        result["game_events"]["log_files_removed"]
+        for result in _upkeep_results(tmp_path / "ingest.log")
+        if "game_events" in result
+    ]
+    assert sum(removed) >= aged[bronze_path], removed
+    assert_exactly_once(tmp_path, stack.bootstrap_servers, fresh_topic)
+
+
+def _upkeep_results(log: Path) -> list[dict[str, dict[str, int]]]:
+    lines = (json.loads(line) for line in log.read_text().splitlines() if '"event":"compaction"' in line)
+    return [line["result"] for line in lines]
+
+
+def _checkpoints(table: Path) -> set[int]:
+    return {int(f.name.split(".")[0]) for f in (table / "_delta_log").glob("*.checkpoint.parquet")}
