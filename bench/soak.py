@@ -79,8 +79,16 @@ def _children(pid: int) -> list[int]:
 
 
 def _folder(path: Path) -> tuple[int, int]:
-    files = [f for f in path.rglob("*") if f.is_file()] if path.exists() else []
-    return len(files), sum(f.stat().st_size for f in files)
+    """Files and bytes below ``path``; a file vacuum or log cleanup deletes meanwhile counts 0."""
+    count = size = 0
+    for entry in path.rglob("*") if path.exists() else []:
+        try:
+            stat = entry.stat()
+        except FileNotFoundError:
+            continue
+        if entry.is_file():
+            count, size = count + 1, size + stat.st_size
+    return count, size
 
 
 def _sample(pid: int, bronze: Path) -> dict[str, float]:
@@ -139,7 +147,7 @@ def _per_minute(warehouse: Path, samples: list[dict[str, float]]) -> list[dict[s
         quantiles = pc.quantile(lags, q=[0.5, 0.99])
         commit_ms = commits.filter(pc.equal(commit_minute, at))["commit_ms"]
         near = [s for s in samples if at.timestamp() <= s["at"] < at.timestamp() + 60] or samples[-1:]
-        cpu_cores = (near[-1]["cpu_s"] - near[0]["cpu_s"]) / max(near[-1]["at"] - near[0]["at"], 1e-9)
+        sampled = _sampled(near)
         rows.append(
             {
                 "minute": at.strftime("%H:%M"),
@@ -149,16 +157,28 @@ def _per_minute(warehouse: Path, samples: list[dict[str, float]]) -> list[dict[s
                 "max_s": round(pc.max(lags).as_py(), 3),
                 "commit_ms_mean": round(pc.mean(commit_ms).as_py() or 0, 1),
                 "commit_ms_max": round(pc.max(commit_ms).as_py() or 0, 1),
-                "rss_mb": round(max(s["rss_mb"] for s in near)),
-                "upkeep_rss_mb": round(max(s["upkeep_rss_mb"] for s in near)),
-                "cpu_cores": round(cpu_cores, 2),
-                "data_files": int(near[-1]["data_files"]),
-                "data_mb": round(near[-1]["data_mb"]),
-                "log_files": int(near[-1]["log_files"]),
-                "log_mb": round(near[-1]["log_mb"], 1),
+                **sampled,
             }
         )
     return rows
+
+
+def _sampled(near: list[dict[str, float]]) -> dict[str, object]:
+    """The samples' columns for one minute; blank where the sampler has none."""
+    if not near:
+        return dict.fromkeys(
+            ("rss_mb", "upkeep_rss_mb", "cpu_cores", "data_files", "data_mb", "log_files", "log_mb"), ""
+        )
+    cpu_cores = (near[-1]["cpu_s"] - near[0]["cpu_s"]) / max(near[-1]["at"] - near[0]["at"], 1e-9)
+    return {
+        "rss_mb": round(max(s["rss_mb"] for s in near)),
+        "upkeep_rss_mb": round(max(s["upkeep_rss_mb"] for s in near)),
+        "cpu_cores": round(cpu_cores, 2),
+        "data_files": int(near[-1]["data_files"]),
+        "data_mb": round(near[-1]["data_mb"]),
+        "log_files": int(near[-1]["log_files"]),
+        "log_mb": round(near[-1]["log_mb"], 1),
+    }
 
 
 def _produce_phases(
