@@ -13,6 +13,15 @@ concurrent compaction of the same files: the second one commits too (even with
 an exclusive lock (``_delta_log/.gamelake-compaction.lock``) and skips when another holder has
 it; run any other OPTIMIZE of bronze (Spark's) under ``compaction_lock(path, wait=True)`` or
 while no ingest instance runs.
+
+Which partitions are compacted follows a write-amplification bound, not the calendar. delta-rs
+bins every file below the target size (100 MB unless ``delta.targetFileSize`` says otherwise),
+so compacting a partition rewrites its earlier compacted file too: compacting it after every
+few landings rewrites the whole partition each time, and vacuum then keeps every copy for the
+retention. A partition is compacted only once its newer files add up to at least 1/``FANOUT``
+of its largest file under the target. Each compaction then writes at most ``FANOUT + 1`` bytes
+per byte that landed since the last one, so over its life a landed byte is rewritten at most
+``FANOUT + 1`` times, and a partition holds at most ``largest / FANOUT`` bytes of small files.
 """
 
 from __future__ import annotations
@@ -22,7 +31,8 @@ import fcntl
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from deltalake import DeltaTable
@@ -46,19 +56,68 @@ def compaction_lock(path: Path, wait: bool = False) -> Iterator[bool]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+FANOUT = 4
+DEFAULT_TARGET_BYTES = 104_857_600  # delta-rs's default for delta.targetFileSize
+
+PartitionKey = tuple[str | None, ...]
+
+
 def compact(path: Path) -> dict[str, object]:
+    """Compact each partition of the table at ``path`` that ``due_partitions`` picks."""
     with compaction_lock(path) as locked:
         if not locked:
             return {"skipped": "another compaction of this table is running"}
         crash_points.reach("compacting")
         table = DeltaTable(str(path))
-        try:
-            # One bin at a time: the child's memory is one output file's, and the other core
-            # stays free for landing.
-            result = table.optimize.compact(max_concurrent_tasks=1)
-        except CommitFailedError as err:
-            return {"skipped": f"lost a commit race: {err}"}
-    return {k: result.get(k) for k in ("numFilesAdded", "numFilesRemoved")}
+        columns = table.metadata().partition_columns
+        target = int(table.metadata().configuration.get("delta.targetFileSize", DEFAULT_TARGET_BYTES))
+        totals = {"numFilesAdded": 0, "numFilesRemoved": 0, "bytesRewritten": 0, "partitionsCompacted": 0}
+        for key in due_partitions(data_files(table, columns), target):
+            try:
+                # One bin at a time: the child's memory is one output file's, and the other core
+                # stays free for landing.
+                result = table.optimize.compact(
+                    partition_filters=_filters(columns, key), target_size=target, max_concurrent_tasks=1
+                )
+            except CommitFailedError as err:
+                return {**totals, "skipped": f"lost a commit race: {err}"}
+            totals["numFilesAdded"] += int(result["numFilesAdded"])
+            totals["numFilesRemoved"] += int(result["numFilesRemoved"])
+            totals["bytesRewritten"] += int(json.loads(result["filesRemoved"])["totalSize"])
+            totals["partitionsCompacted"] += 1
+    return totals
+
+
+def data_files(table: DeltaTable, columns: list[str]) -> list[tuple[PartitionKey, int]]:
+    """(partition values, size in bytes) of every file of ``table``'s current version."""
+    actions = table.get_add_actions(flatten=True)
+    sizes = actions.column("size_bytes").to_pylist()
+    values = [actions.column(f"partition.{c}").to_pylist() for c in columns]
+    keys = list(zip(*values, strict=True)) if columns else [()] * len(sizes)
+    return list(zip(keys, sizes, strict=True))
+
+
+def due_partitions(
+    files: Iterable[tuple[PartitionKey, int]], target: int, fanout: int = FANOUT
+) -> list[PartitionKey]:
+    """The partitions whose files below ``target`` (besides the largest) add up to at least
+    1/``fanout`` of the largest: compacting one of those writes at most ``fanout + 1`` bytes
+    per new byte."""
+    candidates: dict[PartitionKey, list[int]] = defaultdict(list)
+    for key, size in files:
+        if size <= target:
+            candidates[key].append(size)
+    due = []
+    for key, sizes in candidates.items():
+        largest = max(sizes)
+        if len(sizes) > 1 and (sum(sizes) - largest) * fanout >= largest:
+            due.append(key)
+    return sorted(due, key=lambda k: tuple("" if v is None else v for v in k))
+
+
+def _filters(columns: list[str], key: PartitionKey) -> list[tuple[str, str, str]] | None:
+    # delta-rs selects the null partition (__HIVE_DEFAULT_PARTITION__) by the empty string.
+    return [(c, "=", "" if v is None else v) for c, v in zip(columns, key, strict=True)] or None
 
 
 class BackgroundUpkeep:

@@ -13,7 +13,7 @@ import time
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from ingest.landing.compaction import compact, compaction_lock
+from ingest.landing.compaction import FANOUT, compact, compaction_lock, due_partitions
 from ingest.landing.upkeep import Retention, upkeep
 
 
@@ -23,9 +23,18 @@ def _small_files(path, count: int = 12) -> None:
         write_deltalake(str(path), batch, mode="append")
 
 
+def _counts(result: dict) -> dict:
+    return {k: result[k] for k in ("numFilesAdded", "numFilesRemoved") if k in result} | (
+        {"skipped": result["skipped"]} if "skipped" in result else {}
+    )
+
+
 def test_compaction_compacts_small_files(tmp_path):
     _small_files(tmp_path)
-    assert compact(tmp_path) == {"numFilesAdded": 1, "numFilesRemoved": 12}
+    sizes = sum(f.stat().st_size for f in tmp_path.glob("*.parquet"))
+    result = compact(tmp_path)
+    assert _counts(result) == {"numFilesAdded": 1, "numFilesRemoved": 12}
+    assert result["bytesRewritten"] == sizes and result["partitionsCompacted"] == 1
     assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table()["n"].to_pylist()) == list(range(120))
 
 
@@ -48,7 +57,7 @@ def test_a_second_compaction_while_one_runs_is_skipped_and_no_row_doubles(tmp_pa
             thread.join(timeout=30)
     finally:
         DeltaTable.optimize = property(original)  # type: ignore[method-assign, assignment]
-    assert sorted(results, key=str) == [
+    assert sorted(map(_counts, results), key=str) == [
         {"numFilesAdded": 1, "numFilesRemoved": 12},
         {"skipped": "another compaction of this table is running"},
     ]
@@ -63,6 +72,58 @@ def test_the_lock_is_released_and_can_be_waited_for(tmp_path):
             assert not second
     with compaction_lock(tmp_path, wait=True) as again:
         assert again
+
+
+# -- which partitions are due: each landed byte is rewritten a bounded number of times --------
+MB = 1 << 20
+
+
+def test_a_partition_is_due_once_its_new_files_reach_a_fanout_share_of_its_largest():
+    big, small = 40 * MB, MB
+    below = [(("a",), big), *[(("a",), small)] * (big // small // FANOUT - 1)]
+    assert due_partitions(below, target=100 * MB) == []
+    assert due_partitions([*below, (("a",), small)], target=100 * MB) == [("a",)]
+
+
+def test_files_above_the_target_and_lone_files_never_make_a_partition_due():
+    files = [(("a",), 200 * MB), (("a",), MB), (("b",), MB), ((None,), 2 * MB), ((None,), MB)]
+    assert due_partitions(files, target=100 * MB) == [(None,)]
+    assert due_partitions([((), 10), ((), 10)], target=100) == [()]
+
+
+def test_the_bound_holds_over_a_long_stream_of_landings():
+    """Simulated: 5,000 landings of 100 kB into one partition, compacted after every 10."""
+    target, landed, written = 100 * MB, 0, 0
+    files: list[int] = []
+    for landing in range(5_000):
+        files.append(100_000)
+        landed += 100_000
+        if landing % 10 == 9 and due_partitions([(("d",), f) for f in files], target):
+            under = [f for f in files if f <= target]
+            written += sum(under)
+            files = [f for f in files if f > target] + [sum(under)]
+        assert sum(f for f in files if f <= target) - max(files) <= max(files) // FANOUT + 1_000_000
+    assert written <= (FANOUT + 1) * landed, (written, landed)
+
+
+def test_a_grown_partition_is_left_alone_until_enough_has_landed_beside_it(tmp_path):
+    def land(rows: range, date: str | None) -> None:
+        batch = pa.table({"day": pa.array([date] * len(rows), pa.string()), "n": pa.array(rows, pa.int64())})
+        write_deltalake(str(tmp_path), batch, mode="append", partition_by=["day"])
+
+    for i in range(8):
+        land(range(i * 50_000, (i + 1) * 50_000), "d1")
+        land(range(i, i + 1), None)
+    first = compact(tmp_path)
+    assert first["partitionsCompacted"] == 2 and first["numFilesRemoved"] == 16, first
+    land(range(1_000_000, 1_000_010), "d1")
+    assert compact(tmp_path)["partitionsCompacted"] == 0, "a tiny landing must not rewrite 400,000 rows"
+    for i in range(3):
+        land(range(2_000_000 + i * 50_000, 2_000_000 + (i + 1) * 50_000), "d1")
+    again = compact(tmp_path)
+    assert again["partitionsCompacted"] == 1 and again["numFilesRemoved"] == 5, again
+    landed = [*range(400_000), *range(8), *range(1_000_000, 1_000_010), *range(2_000_000, 2_150_000)]
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table()["n"].to_pylist()) == sorted(landed)
 
 
 # -- upkeep: the log and the folder stay bounded -------------------------------------------
