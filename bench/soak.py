@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import platform
 import signal
@@ -209,29 +210,48 @@ def soak(
         service = subprocess.Popen(
             [sys.executable, "-m", "ingest.cli", "run"], env=env, cwd=PROJECT_DIR, stdout=log, stderr=log
         )
-    producer = threading.Thread(target=_produce_phases, args=(endpoints, pool, phases))
+    # A daemon: were the harness to fail, the producer must not outlive it.
+    producer = threading.Thread(target=_produce_phases, args=(endpoints, pool, phases), daemon=True)
     load_before, started = _load(), time.monotonic()
     producer.start()
     samples: list[dict[str, float]] = []
     bronze = warehouse / "bronze" / "game_events"
-    while producer.is_alive():
-        samples.append(_sample(service.pid, bronze))
-        time.sleep(SAMPLE_EVERY_S)
-    produced = _kafka_count(endpoints)
-    deadline = time.monotonic() + 120
-    while _landed(warehouse) < produced and time.monotonic() < deadline:
-        time.sleep(1)
-    service.send_signal(signal.SIGTERM)
-    service.wait(timeout=120)
+    try:
+        while producer.is_alive():
+            samples.append(_sample(service.pid, bronze))
+            time.sleep(SAMPLE_EVERY_S)
+        produced = _kafka_count(endpoints)
+        deadline = time.monotonic() + 120
+        while _landed(warehouse) < produced and time.monotonic() < deadline:
+            time.sleep(1)
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.wait(timeout=120)
     rows = _per_minute(warehouse, samples)
     summary: dict[str, object] = {
         "minutes": round((time.monotonic() - started) / 60, 1),
         "kafka": produced,
         "bronze_plus_dead_letters": _landed(warehouse),
         "compactions": log_path.read_text().count('"event":"compaction"') if log_path.exists() else None,
+        "bronze_live_mb": _live_mb(bronze),
+        "bronze_rewritten_mb": round(_rewritten_bytes(log_path) / 1e6),
         "load_avg_1m_before_after": [load_before, _load()],
     }
     return rows, summary
+
+
+def _live_mb(table: Path) -> float:
+    """The data the table's current version references, in MB."""
+    return round(sum(DeltaTable(str(table)).get_add_actions().column("size_bytes").to_pylist()) / 1e6)
+
+
+def _rewritten_bytes(log_path: Path) -> int:
+    """Bytes bronze's compactions read and wrote again over the run (their removed files)."""
+    total = 0
+    for line in log_path.read_text().splitlines():
+        if '"event":"compaction"' in line:
+            total += json.loads(line)["result"].get("game_events", {}).get("bytesRewritten", 0)
+    return total
 
 
 def _record(rows: list[dict[str, object]], summary: dict[str, object], args: argparse.Namespace) -> None:
