@@ -26,7 +26,7 @@ from ingest.landing.dead_letters import DEAD_LETTER_SCHEMA
 from ingest.ops.status.anomalies import EXIT_CODES, overall_level
 from ingest.ops.status.delta_commits import Commit, History, adds_rows
 from ingest.ops.status.render import render
-from ingest.ops.status.report import assemble
+from ingest.ops.status.report import assemble, schema_ids
 from ingest.ops.status.time_text import human_duration
 from tests.unit.test_ingest_writer import TP, _rows
 
@@ -575,3 +575,10 @@ def test_collect_reads_the_seed_and_reports_a_closed_registry_as_critical(settin
     assert (report["level"], report["exit_code"]) == ("critical", 2)
     assert set(report["silver"]) >= {"space_raiders", "retro_arena"}  # seeds/games.csv
     assert report["silver"]["retro_arena"]["active"] is False
+
+
+def test_schema_ids_are_the_distinct_ids_over_every_file_and_batch(tmp_path):
+    for ids in ([4, 1, 4], [2, 1], [7] * 200_000):
+        write_deltalake(str(tmp_path), pa.table({"_schema_id": pa.array(ids, pa.int32())}), mode="append")
+    assert schema_ids(DeltaTable(str(tmp_path))) == [1, 2, 4, 7]
+    assert schema_ids(None) == []
