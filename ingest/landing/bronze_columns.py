@@ -23,6 +23,9 @@ FIELD_NUMBERS_PREFIX = "gamelake.proto.fields."
 # types, as a JSON list (empty for a bronze created since, or migrated). Set once, when the first
 # service with native types opens the table; ``ingest bronze migrate-native-types`` empties it.
 JSON_ERA_COLUMNS = "gamelake.json_era_columns"
+# commitInfo key of a bronze commit: the rows it adds, as text (0 for a batch that only
+# dead-lettered), which readers' staleness goes by.
+ROWS_KEY = "gamelake.rows"
 
 KAFKA_COLUMNS = pa.schema(
     [

@@ -19,6 +19,7 @@ from ingest.core.metrics import Stopwatch
 from ingest.core.settings import IngestSettings
 from ingest.landing import crash_points
 from ingest.landing.batch import PartitionRange, partition_ranges
+from ingest.landing.bronze_columns import ROWS_KEY
 from ingest.landing.bronze_writer import BronzeWriter, Landing
 from ingest.landing.dead_letters import DeadLetterSink, InDoubt, without_rows
 from ingest.landing.decode import DecodedBatch, Decoder, KafkaRecord
@@ -107,7 +108,9 @@ class Lander:
         write_ms = write.ms()
         self._refuse_if_stale(last_poll)
         commit = Stopwatch()
-        version = self.writer.commit(adds, landings, {"batch_id": batch_id, "instance_id": self.instance_id})
+        rows = decoded.table.num_rows if decoded.table is not None else 0
+        metadata = {"batch_id": batch_id, "instance_id": self.instance_id, ROWS_KEY: str(rows)}
+        version = self.writer.commit(adds, landings, metadata)
         commit_ms = commit.ms()
         crash_points.reach("delta_committed")
         timings = Timings(decode_ms, write_ms, commit_ms, total.ms())

@@ -32,6 +32,7 @@ from ingest.landing.offsets import TopicPartition
 from ingest.landing.ownership import PartitionOwnership
 from ingest.landing.rebalance import RebalanceHandler
 from ingest.landing.schema_guard import ColumnRegistry
+from ingest.ops.status.delta_commits import adds_rows
 
 TOPIC = "events"
 
@@ -156,6 +157,16 @@ def test_the_lander_commits_rows_dead_letters_and_offsets_together(tmp_path):
     bronze = DeltaTable(str(tmp_path / "bronze" / "game_events")).to_pyarrow_table()
     assert sorted(bronze.column("score").to_pylist()) == [0, 1, 2, 3, 4]
     assert DeltaTable(str(tmp_path / "bronze" / "dead_letters")).to_pyarrow_table().num_rows == 1
+
+
+def test_a_bronze_commit_says_how_many_rows_it_adds_so_readers_know_a_dead_letter_only_batch(tmp_path):
+    lander, ownership, _writer = _lander(tmp_path)
+    ownership.advance(lander.land("b1", _events(range(0, 4)), ownership, time.monotonic()).landings)
+    lander.land("b2", [_message(0, 4, b"not framed")], ownership, time.monotonic())
+    bronze = DeltaTable(str(tmp_path / "bronze" / "game_events"))
+    only_dead, rows = bronze.history(2)
+    assert (rows["gamelake.rows"], only_dead["gamelake.rows"]) == ("4", "0")
+    assert adds_rows(rows) and not adds_rows(only_dead)
 
 
 def test_the_lander_refuses_a_stale_batch_and_a_fenced_one_without_landing(tmp_path):

@@ -201,6 +201,8 @@ def _codes(report: dict) -> list[tuple[str, str, str]]:
             },
             True,
         ),
+        ({"operation": "WRITE", "gamelake.rows": "7"}, True),
+        ({"operation": "WRITE", "gamelake.rows": "0"}, False),  # a batch that only dead-lettered
         ({"operation": "OPTIMIZE", "operationMetrics": {"numFilesAdded": 1}}, False),
         ({"operation": "SET TBLPROPERTIES", "operationMetrics": {}}, False),
         ({"operation": "CREATE TABLE"}, False),

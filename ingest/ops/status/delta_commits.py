@@ -5,9 +5,8 @@ gold's largest silver_version). Commits that add no rows do not make it stale: O
 VACUUM, SET TBLPROPERTIES (silver's own mark), ADD COLUMNS, CREATE TABLE. The rule, from each
 commit's commitInfo: the operation is one that inserts rows, and where the commit counts its
 rows (Spark's numOutputRows, MERGE's inserted and updated target rows, delta-rs's
-num_added_rows) the count is above zero. The ingest's bronze commits carry no counts and are
-taken as adding rows, so a batch that only dead-lettered counts too, until the next dbt build
-moves the marks past it.
+num_added_rows, the ingest's ``gamelake.rows``) the count is above zero. So a batch that only
+dead-lettered, which moves bronze's offsets but adds no rows, does not make silver stale.
 """
 
 from __future__ import annotations
@@ -16,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from deltalake import DeltaTable
+
+from ingest.landing.bronze_columns import ROWS_KEY
 
 ROW_OPERATIONS = frozenset(
     {
@@ -43,6 +44,8 @@ WINDOW = 5_000
 def adds_rows(commit_info: dict[str, Any]) -> bool:
     if commit_info.get("operation") not in ROW_OPERATIONS:
         return False
+    if ROWS_KEY in commit_info:
+        return int(commit_info[ROWS_KEY]) > 0
     metrics = commit_info.get("operationMetrics") or {}
     for keys in (_MERGE_ROW_METRICS, _WRITE_ROW_METRICS):
         counted = [int(metrics[key]) for key in keys if key in metrics]
