@@ -285,6 +285,8 @@ def main() -> int:
     parser.add_argument("--log-retention-hours", type=int, default=48, help="log_retention_hours")
     parser.add_argument("--vacuum-retention-hours", type=int, default=168, help="vacuum_retention_hours")
     args = parser.parse_args()
+    # SIGTERM as an exception, so that soak()'s ``finally`` stops the service.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     retention = (args.log_retention_hours, args.vacuum_retention_hours)
     phases = [(args.minutes, args.rate)]
     if args.then_minutes:

@@ -18,10 +18,13 @@ Which partitions are compacted follows a write-amplification bound, not the cale
 bins every file below the target size (100 MB unless ``delta.targetFileSize`` says otherwise),
 so compacting a partition rewrites its earlier compacted file too: compacting it after every
 few landings rewrites the whole partition each time, and vacuum then keeps every copy for the
-retention. A partition is compacted only once its newer files add up to at least 1/``FANOUT``
-of its largest file under the target. Each compaction then writes at most ``FANOUT + 1`` bytes
-per byte that landed since the last one, so over its life a landed byte is rewritten at most
-``FANOUT + 1`` times, and a partition holds at most ``largest / FANOUT`` bytes of small files.
+retention. A partition is compacted only once the rows of its newer files add up to at least
+1/``FANOUT`` of the rows of its largest file under the target. Each compaction then writes at
+most ``FANOUT + 1`` rows per row that landed since the last one, so over its life a row is
+rewritten at most ``FANOUT + 1`` times, and a partition holds at most ``largest / FANOUT`` rows
+in small files. Rows, not bytes: a file landing wrote holds a row in several times the bytes
+of a compacted one (one small file per batch and date), so a byte rule would let landed files
+trigger rewrites of compacted data many times their own rows.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ FANOUT = 4
 DEFAULT_TARGET_BYTES = 104_857_600  # delta-rs's default for delta.targetFileSize
 
 PartitionKey = tuple[str | None, ...]
+DataFile = tuple[PartitionKey, int, int | None]  # partition values, bytes, rows
 
 
 def compact(path: Path) -> dict[str, object]:
@@ -88,29 +92,30 @@ def compact(path: Path) -> dict[str, object]:
     return totals
 
 
-def data_files(table: DeltaTable, columns: list[str]) -> list[tuple[PartitionKey, int]]:
-    """(partition values, size in bytes) of every file of ``table``'s current version."""
+def data_files(table: DeltaTable, columns: list[str]) -> list[DataFile]:
+    """(partition values, bytes, rows) of every file of ``table``'s current version."""
     actions = table.get_add_actions(flatten=True)
     sizes = actions.column("size_bytes").to_pylist()
+    rows = actions.column("num_records").to_pylist()
     values = [actions.column(f"partition.{c}").to_pylist() for c in columns]
     keys = list(zip(*values, strict=True)) if columns else [()] * len(sizes)
-    return list(zip(keys, sizes, strict=True))
+    return list(zip(keys, sizes, rows, strict=True))
 
 
-def due_partitions(
-    files: Iterable[tuple[PartitionKey, int]], target: int, fanout: int = FANOUT
-) -> list[PartitionKey]:
-    """The partitions whose files below ``target`` (besides the largest) add up to at least
-    1/``fanout`` of the largest: compacting one of those writes at most ``fanout + 1`` bytes
-    per new byte."""
-    candidates: dict[PartitionKey, list[int]] = defaultdict(list)
-    for key, size in files:
+def due_partitions(files: Iterable[DataFile], target: int, fanout: int = FANOUT) -> list[PartitionKey]:
+    """The partitions whose files below ``target`` bytes (besides the largest) hold at least
+    1/``fanout`` of the largest's rows: compacting one of those writes at most ``fanout + 1``
+    rows per new row. A partition with a file of unknown row count is weighed in bytes."""
+    candidates: dict[PartitionKey, list[tuple[int, int | None]]] = defaultdict(list)
+    for key, size, rows in files:
         if size <= target:
-            candidates[key].append(size)
+            candidates[key].append((size, rows))
     due = []
-    for key, sizes in candidates.items():
-        largest = max(sizes)
-        if len(sizes) > 1 and (sum(sizes) - largest) * fanout >= largest:
+    for key, found in candidates.items():
+        counted = all(rows is not None for _, rows in found)
+        weights = [int(rows if counted and rows is not None else size) for size, rows in found]
+        largest = max(weights)
+        if len(weights) > 1 and (sum(weights) - largest) * fanout >= largest:
             due.append(key)
     return sorted(due, key=lambda k: tuple("" if v is None else v for v in k))
 

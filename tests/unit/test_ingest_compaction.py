@@ -74,35 +74,43 @@ def test_the_lock_is_released_and_can_be_waited_for(tmp_path):
         assert again
 
 
-# -- which partitions are due: each landed byte is rewritten a bounded number of times --------
+# -- which partitions are due: each landed row is rewritten a bounded number of times ---------
 MB = 1 << 20
 
 
-def test_a_partition_is_due_once_its_new_files_reach_a_fanout_share_of_its_largest():
-    big, small = 40 * MB, MB
-    below = [(("a",), big), *[(("a",), small)] * (big // small // FANOUT - 1)]
-    assert due_partitions(below, target=100 * MB) == []
-    assert due_partitions([*below, (("a",), small)], target=100 * MB) == [("a",)]
+def test_a_partition_is_due_once_its_new_rows_reach_a_fanout_share_of_its_largest_file():
+    # The compacted file holds 400,000 rows in 4 MB; landed files hold 10,000 rows in 1 MB each.
+    below = [(("a",), 4 * MB, 400_000), *[(("a",), MB, 10_000)] * (400_000 // 10_000 // FANOUT - 1)]
+    assert due_partitions(below, target=100 * MB) == [], "bytes would call it due: rows do not"
+    assert due_partitions([*below, (("a",), MB, 10_000)], target=100 * MB) == [("a",)]
 
 
 def test_files_above_the_target_and_lone_files_never_make_a_partition_due():
-    files = [(("a",), 200 * MB), (("a",), MB), (("b",), MB), ((None,), 2 * MB), ((None,), MB)]
+    files = [(("a",), 200 * MB, 9), (("a",), MB, 9), (("b",), MB, 9), ((None,), 2 * MB, 9), ((None,), MB, 9)]
     assert due_partitions(files, target=100 * MB) == [(None,)]
-    assert due_partitions([((), 10), ((), 10)], target=100) == [()]
+    assert due_partitions([((), 10, 5), ((), 10, 5)], target=100) == [()]
+
+
+def test_a_partition_with_a_file_of_unknown_rows_is_weighed_in_bytes():
+    files = [(("a",), 40 * MB, None), (("a",), 9 * MB, 1_000_000)]
+    assert due_partitions(files, target=100 * MB) == []
+    assert due_partitions([*files, (("a",), MB, 1)], target=100 * MB) == [("a",)]
 
 
 def test_the_bound_holds_over_a_long_stream_of_landings():
-    """Simulated: 5,000 landings of 100 kB into one partition, compacted after every 10."""
-    target, landed, written = 100 * MB, 0, 0
+    """Simulated: 5,000 landings of 1,000 rows into one partition, compacted after every 10."""
+    target_rows, landed, written = 1_000_000, 0, 0
     files: list[int] = []
     for landing in range(5_000):
-        files.append(100_000)
-        landed += 100_000
-        if landing % 10 == 9 and due_partitions([(("d",), f) for f in files], target):
-            under = [f for f in files if f <= target]
+        files.append(1_000)
+        landed += 1_000
+        due = due_partitions([(("d",), rows, rows) for rows in files], target=target_rows)
+        if landing % 10 == 9 and due:
+            under = [f for f in files if f <= target_rows]
             written += sum(under)
-            files = [f for f in files if f > target] + [sum(under)]
-        assert sum(f for f in files if f <= target) - max(files) <= max(files) // FANOUT + 1_000_000
+            files = [f for f in files if f > target_rows] + [sum(under)]
+        small = sum(f for f in files if f <= target_rows) - max(files)
+        assert small <= max(files) // FANOUT + 10_000, "small files beyond a quarter of the largest"
     assert written <= (FANOUT + 1) * landed, (written, landed)
 
 
