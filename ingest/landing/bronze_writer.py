@@ -265,8 +265,9 @@ class BronzeWriter:
                 )
             except CommitFailedError:
                 continue  # another commit won this version: re-check the offsets and try again
-            version = self.refresh().version()
-            return version
+            # With no retries the commit is exactly the next version: no refresh to learn it (each
+            # re-reads the newest checkpoint, a cost that grows with the table's tombstones).
+            return table.version() + 1
         raise IngestError(
             f"could not commit to {self.path} after {_COMMIT_ATTEMPTS} attempts (heavy contention)"
         )
