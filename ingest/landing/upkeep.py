@@ -7,9 +7,10 @@ The service runs ``python -m ingest.landing.upkeep`` in a child process every
 Each step is safe beside landing. Compaction holds the table's compaction lock and moves no
 offsets (an append that races it re-checks its offsets and retries). A checkpoint and the log
 cleanup add no data: the cleanup deletes only log files older than ``log_hours`` that a
-checkpoint already covers. Vacuum deletes only files that no version of the last
-``vacuum_hours`` references and that are older than that, so the files of a batch being written
-now are never touched.
+checkpoint already covers. Vacuum (full mode) deletes only files that the current version does
+not reference, whose remove action is over an hour old or gone, and that were written more than
+``vacuum_hours`` ago, so the files of a batch being written now are never touched, and a file
+replaced now stays at least an hour for readers of older versions.
 
 The retention is what bounds ``_delta_log`` and the table folder at steady state: about
 ``log_hours`` of commits and ``vacuum_hours`` of replaced files. It is also how far behind a
@@ -31,28 +32,46 @@ from ingest.landing.compaction import compact
 from ingest.landing.table_properties import TABLE_CONFIGURATION, with_properties
 
 
+# How long a checkpoint keeps the remove action (tombstone) of a replaced file. At 10,000
+# events/s the upkeep replaces about 15,000 files an hour; kept for the 168-hour vacuum
+# retention, the tombstones would make every checkpoint (written each upkeep, read by every
+# reader that opens the table: Spark, status, a restarting service) about 90 bytes each, some
+# 200 MB after a week (8.7 MB at 100,000: bench/results/commit_cost.md; a commit's own cost does
+# not depend on them). The files themselves still stay ``vacuum_hours`` from their writing:
+# vacuum runs in full mode, which deletes a file no version references once it is that old,
+# tombstone or not (and so also the files of a batch that crashed before its commit).
+TOMBSTONE_HOURS = 1
+
+
 @dataclass(frozen=True)
 class Retention:
     log_hours: int
     vacuum_hours: int
 
+    @property
+    def tombstone_hours(self) -> int:
+        return min(self.vacuum_hours, TOMBSTONE_HOURS)
+
     def properties(self) -> dict[str, str]:
-        """The table properties that delta-rs's log cleanup and other engines' vacuum read."""
+        """The table properties that delta-rs's log cleanup and checkpoints read."""
         return {
             "delta.checkpointInterval": TABLE_CONFIGURATION["delta.checkpointInterval"],
             "delta.logRetentionDuration": f"interval {self.log_hours} hours",
-            "delta.deletedFileRetentionDuration": f"interval {self.vacuum_hours} hours",
+            "delta.deletedFileRetentionDuration": f"interval {self.tombstone_hours} hours",
         }
 
 
 def upkeep(path: Path, retention: Retention) -> dict[str, object]:
     """Compact, vacuum, checkpoint and clean the log of the table at ``path``; what each step did."""
     logs_before = _log_files(path)
+    # A checkpoint first: each refresh and commit of the service replays every commit since the
+    # newest checkpoint, so one taken only after a long compaction lets that replay grow.
+    DeltaTable(str(path)).create_checkpoint()
     compacted = compact(path)
     table = DeltaTable(str(path))
     with_properties(table, retention.properties())
     vacuumed = table.vacuum(
-        retention_hours=retention.vacuum_hours, dry_run=False, enforce_retention_duration=False
+        retention_hours=retention.vacuum_hours, dry_run=False, enforce_retention_duration=False, full=True
     )
     table.update_incremental()
     table.create_checkpoint()

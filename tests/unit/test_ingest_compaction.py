@@ -7,14 +7,17 @@ the same files, which doubles those rows; ``compact`` therefore holds a per-tabl
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from ingest.landing.compaction import FANOUT, compact, compaction_lock, due_partitions
-from ingest.landing.upkeep import Retention, upkeep
+from ingest.landing.upkeep import TOMBSTONE_HOURS, Retention, upkeep
 
 
 def _small_files(path, count: int = 12) -> None:
@@ -156,3 +159,63 @@ def test_upkeep_keeps_log_and_files_younger_than_the_retention(tmp_path):
     assert result["log_files_removed"] == 0 and result["files_vacuumed"] == 0, result
     assert len(list(tmp_path.glob("*.parquet"))) == 6  # the 5 replaced files wait for the retention
     assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table()["n"].to_pylist()) == list(range(50))
+
+
+def _checkpoint_removes(path) -> int:
+    newest = sorted((path / "_delta_log").glob("*.checkpoint.parquet"))[-1]
+    return pq.read_table(newest, columns=["remove"]).column("remove").drop_null().length()
+
+
+def _age_removes(path, hours: float) -> None:
+    """Move every commit's remove actions ``hours`` into the past, and drop the checkpoints that
+    copied them, so that the next checkpoint is built from the aged commits."""
+    for commit in (path / "_delta_log").glob("*.json"):
+        actions = [json.loads(line) for line in commit.read_text().splitlines()]
+        for action in actions:
+            if "remove" in action:
+                action["remove"]["deletionTimestamp"] -= int(hours * 3_600_000)
+        commit.write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+    for checkpoint in (path / "_delta_log").glob("*checkpoint*"):
+        checkpoint.unlink()
+
+
+def _age_files(paths, hours: float) -> None:
+    then = time.time() - hours * 3600
+    for path in paths:
+        os.utime(path, (then, then))
+
+
+def test_tombstones_leave_the_checkpoint_after_an_hour_and_files_stay_the_vacuum_retention(tmp_path):
+    """A checkpoint's tombstones are a cost of every commit, so they go after an hour; the
+    replaced files themselves stay ``vacuum_hours`` from their writing (full vacuum)."""
+    _small_files(tmp_path, 12)
+    replaced = set(tmp_path.glob("*.parquet"))
+    compact(tmp_path)
+    retention = Retention(log_hours=48, vacuum_hours=24)
+    upkeep(tmp_path, retention)
+    assert _checkpoint_removes(tmp_path) == 12, "a fresh tombstone stays"
+    assert (
+        DeltaTable(str(tmp_path)).metadata().configuration["delta.deletedFileRetentionDuration"]
+        == f"interval {TOMBSTONE_HOURS} hours"
+    )
+
+    _age_removes(tmp_path, hours=TOMBSTONE_HOURS + 1)
+    upkeep(tmp_path, retention)
+    assert _checkpoint_removes(tmp_path) == 0, "a tombstone over an hour old leaves the checkpoint"
+    assert replaced <= set(tmp_path.glob("*.parquet")), "files written 0 h ago stay for 24 h"
+
+    orphan = tmp_path / "part-00000-crashed-batch.c000.zstd.parquet"  # a batch that never committed
+    pq.write_table(pa.table({"n": pa.array([-1], pa.int64())}), orphan)
+    _age_files([*replaced, orphan], hours=25)
+    result = upkeep(tmp_path, retention)
+    assert result["files_vacuumed"] == 13, result
+    assert not (replaced | {orphan}) & set(tmp_path.glob("*.parquet"))
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table()["n"].to_pylist()) == list(range(120))
+
+
+def test_upkeep_checkpoints_before_it_compacts_so_the_log_to_replay_stays_short(tmp_path):
+    _small_files(tmp_path, 12)
+    before = DeltaTable(str(tmp_path)).version()
+    result = upkeep(tmp_path, Retention(log_hours=48, vacuum_hours=168))
+    checkpoints = {int(p.name.split(".")[0]) for p in (tmp_path / "_delta_log").glob("*.checkpoint.parquet")}
+    assert checkpoints == {before, result["version"]}, (checkpoints, before, result)
