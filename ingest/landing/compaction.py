@@ -89,7 +89,7 @@ def compact(path: Path) -> dict[str, object]:
             totals["numFilesRemoved"] += int(result["numFilesRemoved"])
             totals["bytesRewritten"] += int(json.loads(result["filesRemoved"])["totalSize"])
             totals["partitionsCompacted"] += 1
-    return totals
+    return dict(totals)
 
 
 def data_files(table: DeltaTable, columns: list[str]) -> list[DataFile]:

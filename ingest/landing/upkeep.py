@@ -31,7 +31,6 @@ from ingest.landing import crash_points
 from ingest.landing.compaction import compact
 from ingest.landing.table_properties import TABLE_CONFIGURATION, with_properties
 
-
 # How long a checkpoint keeps the remove action (tombstone) of a replaced file. At 10,000
 # events/s the upkeep replaces about 15,000 files an hour; kept for the 168-hour vacuum
 # retention, the tombstones would make every checkpoint (written each upkeep, read by every
