@@ -29,10 +29,7 @@ hours) before the commits are timed.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import os
-import platform
 import shutil
 import statistics
 import tempfile
@@ -43,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction, write_deltalake
 
+from bench.results_file import append_section
 from ingest.core.paths import PROJECT_DIR
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "commit_cost.md"
@@ -188,16 +186,7 @@ def main() -> int:
 
 
 def _record(body: list[str]) -> int:
-    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    lines = [
-        f"\n## Checkpoint and commit cost, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
-        f"- machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, load average {load}",
-        *body,
-    ]
-    with open(RESULTS, "a") as out:
-        out.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    append_section(RESULTS, "Checkpoint and commit cost", body)
     return 0
 
 

@@ -14,16 +14,14 @@ machine and date, to bench/results/landing_codec.md.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import io
-import os
-import platform
 import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.results_file import append_section
 from ingest.core.paths import PROJECT_DIR
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "landing_codec.md"
@@ -61,9 +59,6 @@ def main() -> int:
     tables = landing_files(args.bronze, args.files)
     rows = sum(t.num_rows for t in tables)
     lines = [
-        f"\n## {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
-        f"- machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}, load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())}",
         f"- input: the {len(tables)} newest landing files of {args.bronze.name}, {rows:,} rows; best of "
         f"{args.repeats}",
         "",
@@ -74,12 +69,8 @@ def main() -> int:
         size, cpu_s = measure(tables, codec, level, args.repeats)
         name = codec if level is None else f"{codec} level {level}"
         lines.append(f"| {name} | {size / rows:.1f} | {cpu_s / rows * 1e6:.3f} |")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    if not RESULTS.exists():
-        RESULTS.write_text("# Landing files by codec\n\nWritten by `python -m bench.landing_codec`.\n")
-    with open(RESULTS, "a") as out:
-        out.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    heading = "# Landing files by codec\n\nWritten by `python -m bench.landing_codec`.\n"
+    append_section(RESULTS, "Landing files by codec", lines, heading)
     return 0
 
 
