@@ -276,7 +276,7 @@ class BronzeWriter:
             except CommitFailedError:
                 continue  # another commit won this version: re-check the offsets and try again
             # With no retries the commit is exactly the next version: no refresh to learn it (each
-            # re-reads the newest checkpoint, a cost that grows with the table's tombstones).
+            # lists all of _delta_log and replays the log since the newest checkpoint).
             return table.version() + 1
         raise IngestError(
             f"could not commit to {self.path} after {_COMMIT_ATTEMPTS} attempts (heavy contention)"
