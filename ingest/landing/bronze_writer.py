@@ -2,11 +2,16 @@
 
 ``write_files`` writes one parquet file per ``event_date`` of a batch. ``commit`` adds them in
 a single Delta commit that also carries one app transaction per partition (its last offset).
-The commit is optimistic and fenced: it re-reads the stored offsets, refuses if any partition
-moved since this instance read it (another instance landed it: we are a zombie), and commits
-with no automatic retries, so nobody can slip a commit in between the check and ours. A lost
-race is re-checked and retried with the same files. Writers other than the service (``ingest dlq
-replay``) fence their commits the same way with app transactions of their own (``Fence``).
+The commit is optimistic and fenced: it checks the stored offsets at the newest version this
+writer knows, refuses if any partition moved since this instance read it (another instance
+landed it: we are a zombie), and commits exactly the next version (put-if-absent, no automatic
+retries), so nobody can slip a commit in between the check and ours. A lost race is re-checked
+on the newest version and retried with the same files. Writers other than the service (``ingest
+dlq replay``) fence their commits the same way with app transactions of their own (``Fence``).
+
+On a local disk the writer commits blind appends itself (``local_delta_log``) and reads the
+table again only when a one-stat check finds a commit by someone else, or every
+``_RELOAD_EVERY`` commits: what a batch costs then does not grow with ``_delta_log``.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from deltalake import (
     write_deltalake,
 )
 from deltalake.exceptions import CommitFailedError, DeltaError
-from deltalake.transaction import AddAction, RemoveAction
+from deltalake.transaction import AddAction
 
 from ingest.core.errors import ConfigError, IngestError
 from ingest.landing import crash_points as hooks
@@ -45,6 +50,7 @@ from ingest.landing.bronze_columns import (
     RESERVED_NAMES,
     TIMESTAMP,
 )
+from ingest.landing.local_delta_log import LocalDeltaLog, why_not
 from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.landing.schema_guard import ColumnRegistry, FieldNumbers, KnownColumn
 from ingest.landing.table_properties import TABLE_CONFIGURATION, with_properties
@@ -55,6 +61,9 @@ from ingest.landing.table_properties import TABLE_CONFIGURATION, with_properties
 # new is decided by the Delta log, not by clocks. Appends need no change files to be read so.
 CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
 _COMMIT_ATTEMPTS = 20
+# Own commits after which the writer reads the table again even if nobody else committed: bounds
+# how far its delta-rs handle trails (what a refresh then replays).
+_RELOAD_EVERY = 100
 
 
 class FencedError(IngestError):
@@ -126,6 +135,8 @@ class BronzeWriter:
         self.app_id = app_id
         base = pa.schema([*KAFKA_COLUMNS, pa.field(PARTITION_COLUMN, pa.date32())])
         self.table = ensure_table(path, base, [PARTITION_COLUMN], "game_events", CHANGE_DATA_FEED)
+        self.delta_log = LocalDeltaLog(path)
+        self._known(self.table)
         # A bronze created before a service column existed (``_message_type``) gets it now,
         # in a metadata commit of its own; its older rows read null.
         self._add_fields(list(KAFKA_COLUMNS))
@@ -141,13 +152,36 @@ class BronzeWriter:
         if JSON_ERA_COLUMNS not in table.metadata().configuration and names:
             with_properties(table, {JSON_ERA_COLUMNS: json.dumps(names)})
 
-    def refresh(self) -> DeltaTable:
+    def _known(self, table: DeltaTable) -> None:
+        """``table`` is the newest version this writer knows of."""
+        self._head = table.version()
+        self._own_txns: dict[str, int] = {}  # app transactions of our own commits after ``table``
+        self._not_blind = why_not(table)
+
+    def _reload(self) -> None:
+        # On a local disk this lists every entry of _delta_log (local_delta_log.py): only when
+        # another writer committed, before the delta-rs commit path, and every _RELOAD_EVERY.
         self.table.update_incremental()
+        self._known(self.table)
+
+    def _others_committed(self) -> bool:
+        return self.delta_log.has(self._head + 1)
+
+    def refresh(self) -> DeltaTable:
+        """The table at its newest version."""
+        if self.table.version() != self._head or self._others_committed():
+            self._reload()
+        return self.table
+
+    def _schema_source(self) -> DeltaTable:
+        """A handle with the newest schema and properties: our own appends since change neither."""
+        if self._others_committed() or self._head - self.table.version() >= _RELOAD_EVERY:
+            self._reload()
         return self.table
 
     def columns(self) -> ColumnRegistry:
         """The columns bronze has now, and the field numbers of each message type it landed."""
-        table = self.refresh()
+        table = self._schema_source()
         known = {f.name: KnownColumn(f.name, f.type) for f in pa.schema(table.schema().to_arrow())}
         configuration = table.metadata().configuration
         json_era = frozenset(json.loads(configuration.get(JSON_ERA_COLUMNS, "[]")))
@@ -217,9 +251,9 @@ class BronzeWriter:
         """The last offset of ``tp`` stored in Delta, or None."""
         return self.refresh().transaction_version(txn_app_id(self.app_id, tp))
 
-    def write_files(self, table: pa.Table) -> list[AddAction | RemoveAction]:
+    def write_files(self, table: pa.Table) -> list[AddAction]:
         """Write ``table`` as one parquet file per partition value; nothing is visible yet."""
-        adds: list[AddAction | RemoveAction] = []
+        adds: list[AddAction] = []
         dates = table.column(PARTITION_COLUMN)
         now_us = int(time.time() * 1_000_000)
         ingested_at = pa.repeat(pa.scalar(now_us, pa.int64()), table.num_rows).cast(TIMESTAMP)
@@ -235,7 +269,7 @@ class BronzeWriter:
 
     def commit(
         self,
-        adds: list[AddAction | RemoveAction],
+        adds: Sequence[AddAction],
         landings: dict[TopicPartition, Landing],
         metadata: dict[str, str],
         fences: Sequence[Fence] = (),
@@ -248,57 +282,70 @@ class BronzeWriter:
         txns = [Transaction(txn_app_id(self.app_id, tp), landing.last) for tp, landing in landings.items()]
         txns += [Transaction(fence.app_id, fence.new) for fence in fences]
         for attempt in range(_COMMIT_ATTEMPTS):
-            # The first attempt trusts the state of the batch's own refresh (``columns``): a
-            # refresh lists all of _delta_log, a cost that grows with the log retention
-            # (bench/results/commit_cost.md). Sound either way: the commit can only be the version
-            # after the state checked here, so a commit that landed since makes the check or the
-            # commit fail, and the next attempt refreshes and judges again.
-            table = self.table if attempt == 0 else self.refresh()
+            # The first attempt trusts the newest version this writer knows (the batch's
+            # ``columns`` looked for commits by others). Sound either way: the commit can only be
+            # the version after it, so a commit that landed since makes the check or the commit
+            # fail, and the next attempt reads the table again.
+            if attempt or (self._not_blind and self.table.version() != self._head):
+                self._reload()
             try:
-                self._refuse_if_moved(table, landings, fences)
+                self._refuse_if_moved(landings, fences)
             except FencedError:
                 if attempt == 0:
-                    continue  # maybe only that state is behind: judge on a fresh one
+                    continue  # maybe only what we knew is behind: judge on the newest version
                 raise
-            try:
-                table.create_write_transaction(
-                    adds,
-                    "append",
-                    table.schema(),
-                    partition_by=[PARTITION_COLUMN],
-                    commit_properties=CommitProperties(
-                        custom_metadata=metadata, max_commit_retries=0, app_transactions=txns
-                    ),
-                    post_commithook_properties=PostCommitHookProperties(
-                        create_checkpoint=False, cleanup_expired_logs=False
-                    ),
-                )
-            except CommitFailedError:
-                continue  # another commit won this version: re-check the offsets and try again
-            # With no retries the commit is exactly the next version: no refresh to learn it (each
-            # lists all of _delta_log and replays the log since the newest checkpoint).
-            return table.version() + 1
+            if self._commit_next(adds, txns, metadata):
+                self._head += 1
+                self._own_txns.update({t.app_id: t.version for t in txns})
+                return self._head
         raise IngestError(
             f"could not commit to {self.path} after {_COMMIT_ATTEMPTS} attempts (heavy contention)"
         )
 
-    def _refuse_if_moved(
-        self, table: DeltaTable, landings: dict[TopicPartition, Landing], fences: Sequence[Fence]
-    ) -> None:
-        """FencedError unless every offset and fence is where this commit expects it in ``table``.
+    def _commit_next(
+        self, adds: Sequence[AddAction], txns: list[Transaction], metadata: dict[str, str]
+    ) -> bool:
+        """Commit as the version after the newest we know; False when another writer took it."""
+        if self._not_blind is None:
+            return self.delta_log.append(self._head + 1, adds, txns, metadata, [PARTITION_COLUMN])
+        try:
+            self.table.create_write_transaction(
+                list(adds),
+                "append",
+                self.table.schema(),
+                partition_by=[PARTITION_COLUMN],
+                commit_properties=CommitProperties(
+                    custom_metadata=metadata, max_commit_retries=0, app_transactions=txns
+                ),
+                post_commithook_properties=PostCommitHookProperties(
+                    create_checkpoint=False, cleanup_expired_logs=False
+                ),
+            )
+            return True
+        except CommitFailedError:
+            return False
 
-        ``commit`` attempts exactly the version after ``table`` (no automatic retries), so what
-        is checked here is what the commit lands on.
+    def _stored(self, app_id: str) -> int | None:
+        """An app transaction's version at the newest version this writer knows."""
+        if app_id in self._own_txns:
+            return self._own_txns[app_id]
+        return self.table.transaction_version(app_id)
+
+    def _refuse_if_moved(self, landings: dict[TopicPartition, Landing], fences: Sequence[Fence]) -> None:
+        """FencedError unless every offset and fence is where this commit expects it.
+
+        ``commit`` attempts exactly the version after the newest this writer knows, so what is
+        checked here is what the commit lands on.
         """
         for tp, landing in landings.items():
-            stored = table.transaction_version(txn_app_id(self.app_id, tp))
+            stored = self._stored(txn_app_id(self.app_id, tp))
             if stored != landing.expected:
                 raise FencedError(
                     f"{tp}: Delta holds offset {stored}, this instance resumed from {landing.expected}; "
                     "another instance landed it, so this batch is dropped"
                 )
         for fence in fences:
-            stored = table.transaction_version(fence.app_id)
+            stored = self._stored(fence.app_id)
             if stored != fence.expected:
                 raise FencedError(
                     f"{fence.app_id}: Delta holds version {stored}, this commit expected {fence.expected}; "

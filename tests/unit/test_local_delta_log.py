@@ -1,0 +1,94 @@
+"""Bronze commits written straight into the local _delta_log: what delta-rs reads back, that a
+lone writer does not list the log, and that other writers' commits are seen and never overwritten."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+from ingest.landing import bronze_writer
+from ingest.landing.bronze_columns import ROWS_KEY
+from ingest.landing.bronze_writer import BronzeWriter, Landing
+from ingest.landing.local_delta_log import why_not
+from ingest.landing.offsets import TopicPartition
+from tests.unit.test_ingest_writer import _rows
+
+TP = TopicPartition("events", 0)
+
+
+def _reloads(writer: BronzeWriter, monkeypatch) -> list[int]:
+    """Counts the writer's full reads of the table (each lists all of _delta_log)."""
+    reloads: list[int] = []
+    reload = writer._reload
+
+    def counted() -> None:
+        reloads.append(1)
+        reload()
+
+    monkeypatch.setattr(writer, "_reload", counted)
+    return reloads
+
+
+def test_a_blind_append_reads_back_through_delta_rs_with_rows_offsets_and_commit_metadata(tmp_path):
+    writer = BronzeWriter(tmp_path / "bronze", "app")
+    assert why_not(writer.table) is None
+    rows = _rows([0, 1, 2]).set_column(6, "event_date", pa.array([None, None, None], pa.date32()))
+    version = writer.commit(
+        writer.write_files(rows), {TP: Landing(None, 2)}, {"batch_id": "b1", ROWS_KEY: "3"}
+    )
+    bronze = DeltaTable(str(tmp_path / "bronze"))
+    assert bronze.version() == version
+    assert bronze.transaction_version("app:events:0") == 2
+    landed = bronze.to_pyarrow_table()
+    assert landed["_kafka_offset"].to_pylist() == [0, 1, 2] and landed["event_date"].null_count == 3
+    newest = bronze.history(1)[0]
+    assert (newest["operation"], newest["batch_id"], newest[ROWS_KEY]) == ("WRITE", "b1", "3")
+    assert newest["operationParameters"]["mode"] == "Append"
+
+
+def test_a_lone_writer_reads_the_table_again_only_every_reload_interval(tmp_path, monkeypatch):
+    writer = BronzeWriter(tmp_path / "bronze", "app")
+    reloads = _reloads(writer, monkeypatch)
+    monkeypatch.setattr(bronze_writer, "_RELOAD_EVERY", 10)
+    for offset in range(25):  # one batch: its columns, then its commit
+        writer.columns()
+        writer.commit(
+            writer.write_files(_rows([offset])), {TP: Landing(offset - 1 if offset else None, offset)}, {}
+        )
+    assert len(reloads) == 2  # after commits 10 and 20, not once per batch
+    bronze = DeltaTable(str(tmp_path / "bronze"))
+    assert bronze.transaction_version("app:events:0") == 24 and bronze.to_pyarrow_table().num_rows == 25
+
+
+def test_another_writers_commit_is_seen_by_the_next_batch_and_never_overwritten(tmp_path, monkeypatch):
+    writer = BronzeWriter(tmp_path / "bronze", "app")
+    writer.commit(writer.write_files(_rows([0])), {TP: Landing(None, 0)}, {})
+    other = DeltaTable(str(tmp_path / "bronze"))
+    merged = pa.schema([*pa.schema(other.schema().to_arrow()), pa.field("score", pa.int64())])
+    write_deltalake(
+        other, merged.empty_table(), mode="append", schema_mode="merge", partition_by=["event_date"]
+    )
+    reloads = _reloads(writer, monkeypatch)
+    assert "score" in writer.columns().columns and len(reloads) == 1
+    files = writer.write_files(_rows([1]))
+    write_deltalake(other, _rows([50]), mode="append", schema_mode="merge", partition_by=["event_date"])
+    version = writer.commit(files, {TP: Landing(0, 1)}, {})  # its next version is taken: read again
+    bronze = DeltaTable(str(tmp_path / "bronze"))
+    assert version == bronze.version() and len(reloads) == 2
+    assert sorted(bronze.to_pyarrow_table()["_kafka_offset"].to_pylist()) == [0, 1, 50]
+
+
+def test_a_table_with_check_constraints_is_committed_through_delta_rs(tmp_path, monkeypatch):
+    writer = BronzeWriter(tmp_path / "bronze", "app")
+    DeltaTable(str(tmp_path / "bronze")).alter.add_constraint({"offset_positive": "_kafka_offset >= 0"})
+    writer.columns()
+    assert "check constraints" in (why_not(writer.table) or "")
+
+    def no_blind_append(*args, **kwargs):
+        raise AssertionError("a constrained table must not take the blind-append path")
+
+    monkeypatch.setattr(writer.delta_log, "append", no_blind_append)
+    writer.commit(writer.write_files(_rows([0, 1])), {TP: Landing(None, 1)}, {})
+    writer.commit(writer.write_files(_rows([2])), {TP: Landing(1, 2)}, {})
+    bronze = DeltaTable(str(tmp_path / "bronze"))
+    assert bronze.transaction_version("app:events:0") == 2 and bronze.to_pyarrow_table().num_rows == 3
