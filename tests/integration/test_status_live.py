@@ -1,8 +1,8 @@
 """``ingest status`` on the real pipeline: Kafka, the ingest, a dbt build on Spark, in one view.
 
 One story: bronze landed but nothing built (a warning per layer), a build (healthy, every layer
-fresh, row counts that match), new events that silver has not read (a stale layer past its
-threshold), and the topic recreated under the ingest (offsets ahead of the end: critical).
+fresh, row counts that match), a batch of dead letters only (silver still fresh), new events
+that silver has not read (a stale layer past its threshold), and the topic recreated under the ingest (offsets ahead of the end: critical).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ingest.core.paths import PROJECT_DIR
 from ingest.dev.producer.datagen import EventGenerator
 from ingest.dev.producer.publish import ensure_topic, publish
 from tests.integration import dbt_support as support
-from tests.integration.ingest_support import run_service, service_env, wait_until
+from tests.integration.ingest_support import produce_raw, run_service, service_env, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -96,6 +96,15 @@ def test_status_follows_every_layer_and_names_what_is_wrong(stack, fresh_topic, 
     assert sum(report["silver"][g]["rows"] for g in GAMES) + quarantined == 3000
     print(f"ingest status over Kafka, bronze, 2 silver and 4 gold tables: {took:.2f} s")
     assert took < 10, f"status took {took:.1f} s"  # no Spark JVM: a JVM alone takes longer
+
+    # a batch that only dead-letters is a bronze commit without rows: silver is not behind it
+    produce_raw(stack.bootstrap_servers, fresh_topic, [(None, b"not a framed protobuf")] * 5)
+    assert run_service(env, log=tmp_path / "ingest.log") == 0
+    time.sleep(1.5)
+    code, report, _ = _status({**env, "GAMELAKE_INGEST_STATUS_FRESHNESS_WARN_S": "1"})
+    assert report["tables"]["bronze"]["version"] > bronze_version
+    assert report["tables"]["dead_letters"]["rows"] == 5 and "stale" not in _codes(report)
+    assert all(report["silver"][game]["freshness_s"] == 0 for game in GAMES)
 
     # new events land, silver has not read them: past a 1 s threshold, silver and quarantine are stale
     _produce(stack, fresh_topic, seed=2, count=500)
