@@ -309,9 +309,18 @@ class Struct(Converter):
         return pa.struct([pa.field(f.name, f.converter.arrow_type) for f in self.fields])
 
     def convert(self, values: list[Any], present: Mask = None) -> pa.Array:
+        if present is None or all(present):
+            return self._struct(values)
+        # Only the set messages' fields are read: an unset one is null, and reading its defaults
+        # would cost as much as a set one, at every level of a recursive type.
+        flags = np.fromiter(present, dtype=bool, count=len(present))
+        kept = self._struct([v for v, p in zip(values, present, strict=True) if p])
+        positions = np.cumsum(flags, dtype=np.int64) - 1
+        return kept.take(pa.array(positions, mask=~flags))
+
+    def _struct(self, values: list[Any]) -> pa.StructArray:
         children = [f.read(values) for f in self.fields]
-        mask = None if present is None or all(present) else pa.array([not p for p in present])
-        return pa.StructArray.from_arrays(children, fields=list(self.arrow_type), mask=mask)
+        return pa.StructArray.from_arrays(children, fields=list(self.arrow_type))
 
     def message_types(self) -> dict[str, dict[str, int]]:
         found = {self.full_name: {f.name: f.number for f in self.fields if f.number is not None}}
