@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -131,7 +132,10 @@ def _landed(warehouse: Path) -> int:
     return count + (DeltaTable(str(dead)).to_pyarrow_dataset().count_rows() if dead.exists() else 0)
 
 
-def _per_minute(warehouse: Path, samples: list[dict[str, float]]) -> list[dict[str, object]]:
+def _per_minute(
+    warehouse: Path, samples: list[dict[str, float]]
+) -> tuple[list[dict[str, object]], dict[str, float]]:
+    """A row per minute of Kafka time, and the whole run's p99 and max freshness."""
     bronze = DeltaTable(str(warehouse / "bronze" / "game_events")).to_pyarrow_dataset()
     stamps = bronze.to_table(columns=["_kafka_timestamp", "_ingested_at"])
     lag_s = pc.divide(
@@ -142,8 +146,9 @@ def _per_minute(warehouse: Path, samples: list[dict[str, float]]) -> list[dict[s
     log = DeltaTable(str(warehouse / "bronze" / "ingest_event_log")).to_pyarrow_table()
     commits = log.filter(pc.equal(log["kind"], "commit"))
     commit_minute = pc.floor_temporal(commits["logged_at"], unit="minute")
+    minutes = sorted(set(minute.to_pylist()))
     rows = []
-    for at in sorted(set(minute.to_pylist())):
+    for at in minutes:
         lags = events.filter(pc.equal(events["minute"], at))["lag_s"]
         quantiles = pc.quantile(lags, q=[0.5, 0.99])
         commit_ms = commits.filter(pc.equal(commit_minute, at))["commit_ms"]
@@ -161,7 +166,63 @@ def _per_minute(warehouse: Path, samples: list[dict[str, float]]) -> list[dict[s
                 **sampled,
             }
         )
-    return rows
+    return rows, _whole_run(events, minutes[0])
+
+
+def _whole_run(events: pa.Table, first_minute: object) -> dict[str, float]:
+    """p99 and max freshness over every event after the first (partial) minute."""
+    later = events.filter(pc.greater(events["minute"], pa.scalar(first_minute, events["minute"].type)))[
+        "lag_s"
+    ]
+    return {
+        "p99_s": round(pc.quantile(later, q=0.99)[0].as_py(), 3),
+        "max_s": round(pc.max(later).as_py(), 3),
+    }
+
+
+def goals(rows: list[dict[str, object]], whole: dict[str, float], summary: dict[str, object]) -> list[str]:
+    """The issue's goals over the run, each met or missed and by how much, as a markdown table.
+
+    Minutes are the full ones: the first and last (partial) minutes are left out. "Steady" RSS is
+    the median of the per-minute RSS; CPU is the mean over the minutes of the first phase."""
+    full = rows[1:-1]
+    rss = [float(str(r["rss_mb"])) for r in full if r["rss_mb"] != ""]
+    per_minute = int(str(full[0]["events"]))
+    phase_one = [
+        float(str(r["cpu_cores"])) for r in full if r["events"] == per_minute and r["cpu_cores"] != ""
+    ]
+    p50_first = statistics.median(float(str(r["p50_s"])) for r in full[:5])
+    p50_last = statistics.median(float(str(r["p50_s"])) for r in full[-5:])
+    same_rate = [r for r in full if r["events"] == per_minute]
+    p50_aged = statistics.median(float(str(r["p50_s"])) for r in same_rate[-5:])
+    checks = [
+        ("p99 freshness, whole run", whole["p99_s"], 1.5, "s"),
+        ("max freshness, whole run", whole["max_s"], 3.0, "s"),
+        ("p50 last 5 min / first 5 min", p50_last / p50_first, 1.1, "x"),
+        ("p50 last 5 min of the first phase / first 5 min (same rate)", p50_aged / p50_first, 1.1, "x"),
+        ("RSS at the end / at minute 5", rss[-1] / rss[min(4, len(rss) - 1)], 1.1, "x"),
+        ("peak RSS / steady median", max(rss) / statistics.median(rss), 1.5, "x"),
+        (
+            f"CPU cores at {per_minute / 60:,.0f} events/s (mean)",
+            statistics.fmean(phase_one),
+            0.22,
+            "cores",
+        ),
+    ]
+    lines = ["| goal | measured | limit | verdict |", "| --- | ---: | ---: | --- |"]
+    for name, value, limit, unit in checks:
+        verdict = (
+            "met"
+            if value <= limit
+            else f"missed by {value - limit:.2f} {unit} ({value / limit:.2f}x the limit)"
+        )
+        lines.append(f"| {name} | {value:.2f} {unit} | {limit} {unit} | {verdict} |")
+    equal = summary["kafka"] == summary["bronze_plus_dead_letters"]
+    lines.append(
+        f"| Kafka = bronze + dead letters | {summary['kafka']:,} / {summary['bronze_plus_dead_letters']:,} "
+        f"| equal | {'met' if equal else 'missed'} |"
+    )
+    return lines
 
 
 def _sampled(near: list[dict[str, float]]) -> dict[str, object]:
@@ -227,8 +288,9 @@ def soak(
     finally:
         service.send_signal(signal.SIGTERM)
         service.wait(timeout=120)
-    rows = _per_minute(warehouse, samples)
+    rows, whole = _per_minute(warehouse, samples)
     summary: dict[str, object] = {
+        "whole_run": whole,
         "minutes": round((time.monotonic() - started) / 60, 1),
         "kafka": produced,
         "bronze_plus_dead_letters": _landed(warehouse),
@@ -267,6 +329,8 @@ def _record(rows: list[dict[str, object]], summary: dict[str, object], args: arg
         header,
         "| " + " | ".join("---" for _ in rows[0]) + " |" if rows else "",
         *("| " + " | ".join(str(v) for v in row.values()) + " |" for row in rows),
+        "",
+        *goals(rows, summary["whole_run"], summary),  # type: ignore[arg-type]
     ]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     with open(RESULTS, "a") as out:
