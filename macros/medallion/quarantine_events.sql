@@ -47,6 +47,7 @@ rejected as (
         kafka_partition,
         kafka_offset,
         schema_id,
+        message_type,
         ingested_at,
         bronze_version
     from judged

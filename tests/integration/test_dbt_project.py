@@ -187,6 +187,7 @@ def test_first_build_of_v1_bronze_is_exact(lake: Lake, writer: support.BronzeWri
     assert any("unknown_game" in r for r in quarantine.values()) and any(
         "has_gamer_id" in r for r in quarantine.values()
     )
+    assert "message_type" in lake.columns("silver.silver_quarantine"), "which type a reject was sent as"
 
 
 def test_incremental_run_takes_new_versions_and_late_duplicates(
