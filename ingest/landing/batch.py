@@ -14,21 +14,31 @@ from ingest.landing.offsets import TopicPartition
 
 
 class Batch:
-    """Records buffered for the next commit; due at flush_rows, flush_bytes or flush_interval_s."""
+    """Records buffered for the next commit; due at flush_rows, flush_bytes or flush_interval_s.
+
+    The interval counts from when the batch's first record may have arrived: the last poll
+    before it (``add`` is called once per poll, empty or not). Records that arrived while the
+    previous batch was landing have waited since its last poll, so they wait the interval from
+    then, not again from the poll that finds them: a record waits at most ``flush_interval_s``
+    for its batch to be cut, however long landing takes.
+    """
 
     def __init__(self) -> None:
         self.records: list[Message] = []
         self.bytes = 0
         self.started = 0.0
+        self._last_poll = time.monotonic()
 
     def __len__(self) -> int:
         return len(self.records)
 
     def add(self, records: list[Message]) -> None:
+        """The records of one poll (none when it came back empty)."""
+        polled, self._last_poll = self._last_poll, time.monotonic()
         if not records:
             return
         if not self.records:
-            self.started = time.monotonic()
+            self.started = polled  # they arrived after the poll before this one
         self.records += records
         self.bytes += sum(map(len, records))  # len(Message): its value's size, 0 for null
 

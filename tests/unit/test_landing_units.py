@@ -18,6 +18,7 @@ from deltalake import DeltaTable
 from ingest.core.metrics import REGISTRY
 from ingest.core.settings import IngestSettings
 from ingest.dev.demo_schemas import load_version
+from ingest.landing import batch as batch_module
 from ingest.landing import wire_format
 from ingest.landing.batch import Batch
 from ingest.landing.bronze_writer import BronzeWriter, FencedError, Landing
@@ -72,6 +73,21 @@ def test_a_batch_is_due_at_rows_bytes_or_age(tmp_path):
     assert batch.is_due(_settings(tmp_path, flush_interval_s=60))
     batch.clear()
     assert len(batch) == 0 and batch.bytes == 0
+
+
+def test_the_interval_counts_from_the_poll_before_the_first_record(tmp_path, monkeypatch):
+    clock = iter([10.0, 10.1, 10.2, 10.3, 11.5, 11.6]).__next__
+    monkeypatch.setattr(batch_module.time, "monotonic", clock)
+    settings = _settings(tmp_path, flush_interval_s=1.0)
+    batch = Batch()  # 10.0
+    batch.add([])  # 10.1: an empty poll, nothing waits yet
+    batch.add([_message(0, 1)])  # 10.2: the record arrived after 10.1
+    assert batch.started == 10.1
+    batch.add([_message(0, 2)])  # 10.3: landing then takes 1.2 s
+    batch.clear()
+    batch.add([_message(0, 3)])  # 11.5: it may have waited since the last poll before landing
+    assert batch.started == 10.3
+    assert batch.is_due(settings)  # 11.6: 1.3 s after 10.3, not 0.1 s after it was polled
 
 
 def test_a_batch_keeps_only_the_records_of_owned_partitions():
