@@ -119,7 +119,9 @@ class IngestSettings(BaseSettings):
     # Batching
     flush_rows: int = Field(50_000, ge=1, description="Commit a batch at this many messages...")
     flush_bytes: int = Field(64 * 1024 * 1024, ge=1, description="...or at this many value bytes...")
-    flush_interval_s: float = Field(1.0, gt=0, description="...or when its oldest message is this old.")
+    flush_interval_s: float = Field(
+        1.0, gt=0, description="...or when its oldest message is this old (counted from the poll before it)."
+    )
 
     # Failure policy
     dead_letter_sink: Literal["delta", "topic"] = Field("delta", description="Where dead letters go.")
