@@ -2,7 +2,8 @@
 
 One story: bronze landed but nothing built (a warning per layer), a build (healthy, every layer
 fresh, row counts that match), a batch of dead letters only (silver still fresh), new events
-that silver has not read (a stale layer past its threshold), and the topic recreated under the ingest (offsets ahead of the end: critical).
+that silver has not read (a stale layer past its threshold), and the topic recreated under the
+ingest (offsets ahead of the end: critical).
 """
 
 from __future__ import annotations
