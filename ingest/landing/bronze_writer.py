@@ -156,7 +156,7 @@ class BronzeWriter:
         """``table`` is the newest version this writer knows of."""
         self._head = table.version()
         self._own_txns: dict[str, int] = {}  # app transactions of our own commits after ``table``
-        self._not_blind = why_not(table)
+        self._not_blind = why_not(table) or self.delta_log.refused
 
     def _reload(self) -> None:
         # On a local disk this lists every entry of _delta_log (local_delta_log.py): only when

@@ -19,7 +19,9 @@ through delta-rs, which knows those features.
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
 import time
 import uuid
@@ -30,11 +32,15 @@ from urllib.parse import quote
 from deltalake import DeltaTable, Transaction
 from deltalake.transaction import AddAction
 
+from ingest.core.json_log import log_event
+
 # Writer version 4 is changeDataFeed and generatedColumns on top of appendOnly, invariants and
 # checkConstraints (2, 3); an append honours them all when none is declared (checked below) and
 # CDF readers derive an append's changes from its adds. Table features (7) may ask for more.
 _MAX_WRITER_VERSION = 4
 _ENGINE = "gamelake"
+# What link() answers on a filesystem without hard links (some network and FUSE mounts).
+_NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK})
 
 
 def why_not(table: DeltaTable) -> str | None:
@@ -66,6 +72,7 @@ class LocalDeltaLog:
 
     def __init__(self, table_root: Path) -> None:
         self.folder = table_root / "_delta_log"
+        self.refused: str | None = None  # why this filesystem cannot take blind appends, once it said so
 
     def has(self, version: int) -> bool:
         return (self.folder / f"{version:020d}.json").exists()
@@ -78,7 +85,8 @@ class LocalDeltaLog:
         metadata: Mapping[str, str],
         partition_by: Sequence[str],
     ) -> bool:
-        """Commit ``adds`` and ``txns`` as ``version``; False when that version exists already."""
+        """Commit ``adds`` and ``txns`` as ``version``; False when that version exists already, or
+        when the filesystem refuses hard links (``refused`` then says why; commit through delta-rs)."""
         lines = [_commit_info(version, metadata, partition_by)]
         lines += [{"txn": {"appId": t.app_id, "version": t.version}} for t in txns]
         lines += [{"add": _add(a)} for a in adds]
@@ -88,6 +96,12 @@ class LocalDeltaLog:
             os.link(staged, self.folder / f"{version:020d}.json")
             return True
         except FileExistsError:
+            return False
+        except OSError as err:
+            if err.errno not in _NO_HARD_LINKS:
+                raise
+            self.refused = f"{self.folder} refuses hard links ({err.strerror})"
+            log_event("blind_appends_off", logging.WARNING, detail=self.refused)
             return False
         finally:
             staged.unlink()

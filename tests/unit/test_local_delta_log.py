@@ -3,10 +3,12 @@ lone writer does not list the log, and that other writers' commits are seen and 
 
 from __future__ import annotations
 
+import errno
+
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from ingest.landing import bronze_writer
+from ingest.landing import bronze_writer, local_delta_log
 from ingest.landing.bronze_columns import ROWS_KEY
 from ingest.landing.bronze_writer import BronzeWriter, Landing
 from ingest.landing.local_delta_log import why_not
@@ -92,3 +94,22 @@ def test_a_table_with_check_constraints_is_committed_through_delta_rs(tmp_path, 
     writer.commit(writer.write_files(_rows([2])), {TP: Landing(1, 2)}, {})
     bronze = DeltaTable(str(tmp_path / "bronze"))
     assert bronze.transaction_version("app:events:0") == 2 and bronze.to_pyarrow_table().num_rows == 3
+
+
+def test_a_filesystem_without_hard_links_switches_the_writer_to_delta_rs_and_loses_nothing(
+    tmp_path, monkeypatch
+):
+    writer = BronzeWriter(tmp_path / "bronze", "app")
+    writer.commit(writer.write_files(_rows([0])), {TP: Landing(None, 0)}, {})
+
+    def refused(source, target):
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(local_delta_log.os, "link", refused)
+    writer.commit(writer.write_files(_rows([1, 2])), {TP: Landing(0, 2)}, {})
+    writer.commit(writer.write_files(_rows([3])), {TP: Landing(2, 3)}, {})
+    assert "refuses hard links" in (writer._not_blind or "")
+    assert not list(writer.delta_log.folder.glob("_commit_*.json.tmp"))  # nothing staged is left
+    bronze = DeltaTable(str(tmp_path / "bronze"))
+    assert sorted(bronze.to_pyarrow_table()["_kafka_offset"].to_pylist()) == [0, 1, 2, 3]
+    assert bronze.transaction_version("app:events:0") == 3
