@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka.schema_registry import SchemaRegistryClient
 from deltalake import DeltaTable
 
 from ingest.core.paths import PROJECT_DIR
+from ingest.dev.producer.publish import REGISTRY_TIMEOUT_S
 
 
 def bronze(warehouse: Path) -> pa.Table:
@@ -123,3 +125,10 @@ def wait_until(condition, timeout: float, what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
+
+
+def registry_client(url: str, **conf: str) -> SchemaRegistryClient:
+    """A registry client with a request timeout. Without one, confluent-kafka's client waits
+    forever, and the local registry now and then never answers the serializer's lookup of
+    topic associations, an API it does not have (seen once in CI); with one, the client retries."""
+    return SchemaRegistryClient({"url": url, "timeout": REGISTRY_TIMEOUT_S, **conf})

@@ -10,14 +10,19 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from ingest.core.settings import load_settings
 from ingest.dev.demo_schemas import load_version
 from ingest.dev.producer.publish import ensure_topic, register_versions
 from ingest.landing import wire_format as wire
 from ingest.ops.dead_letter_commands import read_topic, select
-from tests.integration.ingest_support import bronze, kafka_coordinates, run_service, service_env
+from tests.integration.ingest_support import (
+    bronze,
+    kafka_coordinates,
+    registry_client,
+    run_service,
+    service_env,
+)
 from tests.integration.test_ingest_dead_letters import _score_as_string, _variant
 
 pytestmark = pytest.mark.integration
@@ -45,7 +50,7 @@ def topic_sink(stack, tmp_path_factory):
     ensure_topic(stack.endpoints(dlq), partitions=1)
     register_versions(stack.endpoints(topic), [2])
     v2 = load_version(2).message_class
-    good_id = SchemaRegistryClient({"url": stack.registry_url}).get_latest_version(f"{topic}-value").schema_id
+    good_id = registry_client(stack.registry_url).get_latest_version(f"{topic}-value").schema_id
     type_id, type_class = _variant(stack, topic, _score_as_string)
     payload = v2(event_id="x", game_name="space_raiders", device_id="d" * 40).SerializeToString()
     poison = {

@@ -7,7 +7,7 @@ import uuid
 
 import pyarrow as pa
 import pytest
-from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaReference
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
 from ingest.dev.demo_schemas import MESSAGE_NAME, load_version
@@ -17,6 +17,7 @@ from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
     produce_raw,
+    registry_client,
     run_service,
     service_env,
     table,
@@ -30,7 +31,7 @@ def _variant(stack, topic: str, change) -> tuple[int, type]:
     file = descriptor_pb2.FileDescriptorProto()
     file.CopyFrom(load_version(2).file_descriptor_proto)
     change(file.message_type[0])
-    client = SchemaRegistryClient({"url": stack.registry_url})
+    client = registry_client(stack.registry_url)
     ref = SchemaReference("google/protobuf/timestamp.proto", "google/protobuf/timestamp.proto", 1)
     schema = Schema(base64.b64encode(file.SerializeToString()).decode(), "PROTOBUF", [ref])
     schema_id = client.register_schema(f"{topic}-variant-{file.message_type[0].field[-1].name}", schema)
@@ -56,7 +57,7 @@ def poisoned(stack, tmp_path_factory):
     ensure_topic(endpoints, partitions=1)
     register_versions(endpoints, [2])
     v2 = load_version(2).message_class
-    client = SchemaRegistryClient({"url": stack.registry_url})
+    client = registry_client(stack.registry_url)
     good_id = client.get_latest_version(f"{topic}-value").schema_id
 
     def good(n: int) -> bytes:

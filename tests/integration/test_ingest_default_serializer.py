@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2, wrappers_pb2
@@ -21,6 +20,7 @@ from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
     produce_raw,
+    registry_client,
     run_service,
     service_env,
 )
@@ -52,7 +52,7 @@ def _studio_event_class():
 def test_a_default_configured_serializers_schema_lands(stack, fresh_topic, tmp_path):
     ensure_topic(stack.endpoints(fresh_topic), partitions=1)
     match = _studio_event_class()
-    serialize = ProtobufSerializer(match, SchemaRegistryClient({"url": stack.registry_url}))  # defaults
+    serialize = ProtobufSerializer(match, registry_client(stack.registry_url))  # defaults
     ctx = SerializationContext(fresh_topic, MessageField.VALUE)
     at = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
     sent = []
@@ -62,7 +62,7 @@ def test_a_default_configured_serializers_schema_lands(stack, fresh_topic, tmp_p
         event.nickname.value = f"nick-{i}"
         sent.append(event)
     produce_raw(stack.bootstrap_servers, fresh_topic, [(b"k", serialize(e, ctx)) for e in sent])
-    registered = SchemaRegistryClient({"url": stack.registry_url}).get_latest_version(f"{fresh_topic}-value")
+    registered = registry_client(stack.registry_url).get_latest_version(f"{fresh_topic}-value")
     assert not registered.schema.references, "the default serializer registers no reference to the imports"
 
     log = tmp_path / "ingest.log"

@@ -19,7 +19,7 @@ import datetime as dt
 import uuid
 
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient, record_subject_name_strategy
+from confluent_kafka.schema_registry import record_subject_name_strategy
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
@@ -32,6 +32,7 @@ from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
     produce_raw,
+    registry_client,
     run_service,
     service_env,
 )
@@ -158,7 +159,7 @@ def test_a_file_with_several_types_lands_the_second_and_a_nested_type_with_their
     package = f"studio_{uuid.uuid4().hex[:8]}"
     file = _file(package, "events.proto", _match, lambda f: _purchase(f, with_refund=True))
     classes = _classes(file)
-    client = SchemaRegistryClient({"url": stack.registry_url})
+    client = registry_client(stack.registry_url)
     serializers = {
         cls.DESCRIPTOR.full_name: ProtobufSerializer(cls, client, SERIALIZER_CONF) for cls in classes.values()
     }
@@ -195,7 +196,7 @@ def test_record_name_strategy_lands_two_record_types_of_one_topic_each_with_its_
     match_file = _file(package, "match.proto", _match)
     purchase_file = _file(package, "purchase.proto", lambda f: _purchase(f, with_refund=False))
     classes = _classes(match_file, purchase_file)
-    client = SchemaRegistryClient({"url": stack.registry_url})
+    client = registry_client(stack.registry_url)
     serializers = {
         cls.DESCRIPTOR.full_name: ProtobufSerializer(cls, client, RECORD_NAME_CONF)
         for cls in classes.values()

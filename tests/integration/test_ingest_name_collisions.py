@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from ingest.dev.producer.publish import ensure_topic
@@ -20,6 +20,7 @@ from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
     produce_raw,
+    registry_client,
     run_service,
     service_env,
     table,
@@ -52,7 +53,7 @@ def test_fields_named_like_staging_columns_land_as_sent_and_the_rename_is_announ
     ensure_topic(stack.endpoints(fresh_topic), partitions=1)
     file = _studio_schema()
     raw = base64.b64encode(file.SerializeToString()).decode()
-    schema_id = SchemaRegistryClient({"url": stack.registry_url}).register_schema(
+    schema_id = registry_client(stack.registry_url).register_schema(
         f"{fresh_topic}-value", Schema(raw, "PROTOBUF")
     )
     pool = descriptor_pool.DescriptorPool()

@@ -16,7 +16,6 @@ import sys
 
 import pyarrow as pa
 import pytest
-from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -26,6 +25,7 @@ from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
     produce_raw,
+    registry_client,
     run_service,
     service_env,
     start_service,
@@ -39,9 +39,7 @@ pytestmark = pytest.mark.integration
 
 def _produce(stack, topic: str, version: int, count: int):
     sent = matches(version, count, seed=version)
-    serialize = ProtobufSerializer(
-        studio_schema(version).match_class, SchemaRegistryClient({"url": stack.registry_url})
-    )
+    serialize = ProtobufSerializer(studio_schema(version).match_class, registry_client(stack.registry_url))
     context = SerializationContext(topic, MessageField.VALUE)
     produce_raw(stack.bootstrap_servers, topic, [(b"k", serialize(m, context)) for m in sent])
     return sent
@@ -57,7 +55,7 @@ def _rows(warehouse) -> int:
 def test_every_shape_lands_natively_and_a_nested_field_widens_the_struct_live(stack, fresh_topic, tmp_path):
     ensure_topic(stack.endpoints(fresh_topic), partitions=1)
     first = _produce(stack, fresh_topic, 1, 60)
-    registered = SchemaRegistryClient({"url": stack.registry_url}).get_latest_version(f"{fresh_topic}-value")
+    registered = registry_client(stack.registry_url).get_latest_version(f"{fresh_topic}-value")
     assert [r.name for r in registered.schema.references] == ["studio/common.proto"], "a reference, no WKT"
 
     log = tmp_path / "ingest.log"
@@ -101,9 +99,7 @@ def test_an_old_bronze_keeps_landing_json_text_then_is_migrated_and_lands_native
 
     ensure_topic(stack.endpoints(fresh_topic), partitions=1)
     sent = _produce(stack, fresh_topic, 1, 30)
-    schema_id = (
-        SchemaRegistryClient({"url": stack.registry_url}).get_latest_version(f"{fresh_topic}-value").schema_id
-    )
+    schema_id = registry_client(stack.registry_url).get_latest_version(f"{fresh_topic}-value").schema_id
     old = _old_table(sent[:10])
     coordinates = {
         "_kafka_topic": pa.array([fresh_topic] * 10),

@@ -26,6 +26,7 @@ from tests.integration.ingest_support import (
     kafka_coordinates,
     landed_coordinates,
     produce_raw,
+    registry_client,
     run_service,
     service_env,
     start_service,
@@ -47,9 +48,8 @@ def _topic_with_schema(stack, topic: str) -> int:
     endpoints = stack.endpoints(topic)
     ensure_topic(endpoints, partitions=2)
     register_versions(endpoints, [1])
-    from confluent_kafka.schema_registry import SchemaRegistryClient
 
-    return SchemaRegistryClient({"url": stack.registry_url}).get_latest_version(f"{topic}-value").schema_id
+    return registry_client(stack.registry_url).get_latest_version(f"{topic}-value").schema_id
 
 
 def _expire(stack, topic: str, partition: int, before: int) -> None:

@@ -12,7 +12,7 @@ import datetime as dt
 
 import pytest
 import requests
-from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaReference
 from google.protobuf import timestamp_pb2
 
 from ingest.dev.demo_schemas import PROTO_DIR, PROTO_FILE, load_version
@@ -22,6 +22,7 @@ from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
     produce_raw,
+    registry_client,
     run_service,
     service_env,
 )
@@ -32,7 +33,7 @@ TIMESTAMP = "google/protobuf/timestamp.proto"
 
 def _register_text(stack, subject: str, version: int) -> int:
     """Register ``version``'s .proto source as text, with the timestamp import as a reference."""
-    client = SchemaRegistryClient({"url": stack.registry_url})
+    client = registry_client(stack.registry_url)
     if TIMESTAMP not in client.get_subjects():
         raw = base64.b64encode(timestamp_pb2.DESCRIPTOR.serialized_pb).decode()
         client.register_schema(TIMESTAMP, Schema(raw, "PROTOBUF"))

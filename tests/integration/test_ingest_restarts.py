@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaReference
 from deltalake import DeltaTable
 
 from ingest.core.endpoints import Endpoints
@@ -30,6 +30,7 @@ from tests.integration.ingest_support import (
     kafka_coordinates,
     landed_coordinates,
     produce_raw,
+    registry_client,
     run_service,
     service_env,
     start_service,
@@ -151,7 +152,7 @@ def _register(stack: PrivateStack, subject: str, version: int) -> int:
     file = load_version(version).file_descriptor_proto
     ref = SchemaReference("google/protobuf/timestamp.proto", "google/protobuf/timestamp.proto", 1)
     schema = Schema(base64.b64encode(file.SerializeToString()).decode(), "PROTOBUF", [ref])
-    client = SchemaRegistryClient({"url": stack.registry_url})
+    client = registry_client(stack.registry_url)
     if "google/protobuf/timestamp.proto" not in client.get_subjects():
         from google.protobuf import timestamp_pb2
 
@@ -258,7 +259,7 @@ def test_two_dlq_replays_at_once_land_each_record_once(private_stack, tmp_path):
 
 def _an_unused_schema_id(stack: PrivateStack) -> int:
     """An id above every id this private registry has given out (no one else registers here)."""
-    client = SchemaRegistryClient({"url": stack.registry_url})
+    client = registry_client(stack.registry_url)
     ids = [
         client.get_version(subject, version).schema_id
         for subject in client.get_subjects()
@@ -269,7 +270,7 @@ def _an_unused_schema_id(stack: PrivateStack) -> int:
 
 def _register_v4_as(stack: PrivateStack, subject: str, schema_id: int) -> None:
     """The fix: register v4 (as distinct variants, each a new id) until ``schema_id`` is v4."""
-    client = SchemaRegistryClient({"url": stack.registry_url})
+    client = registry_client(stack.registry_url)
     ref = SchemaReference("google/protobuf/timestamp.proto", "google/protobuf/timestamp.proto", 1)
     for n in range(10):
         file = load_version(4).file_descriptor_proto.__class__()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 
 import pytest
-from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
+from confluent_kafka.schema_registry import Schema, SchemaReference
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from ingest.dev.producer.publish import ensure_topic
@@ -14,6 +14,7 @@ from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
     produce_raw,
+    registry_client,
     run_service,
     service_env,
 )
@@ -45,7 +46,7 @@ def test_a_diamond_of_references_resolves_and_lands(stack, fresh_topic, tmp_path
         "Event",
         [("event_id", None), ("reward", ".studio.Reward"), ("cost", ".studio.Cost")],
     )
-    client = SchemaRegistryClient({"url": stack.registry_url})
+    client = registry_client(stack.registry_url)
 
     def register(subject: str, file, refs: list[tuple[str, str]]) -> int:
         raw = base64.b64encode(file.SerializeToString()).decode()

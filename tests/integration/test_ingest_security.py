@@ -27,7 +27,7 @@ from ingest.dev.localstack.stack import StackPorts, ca_certificate
 from ingest.dev.localstack.tls import ensure_broker_tls
 from ingest.dev.producer.publish import ensure_topic, register_versions
 from ingest.landing import wire_format
-from tests.integration.ingest_support import assert_exactly_once, bronze, service_env, table
+from tests.integration.ingest_support import assert_exactly_once, bronze, registry_client, service_env, table
 
 pytestmark = pytest.mark.integration
 
@@ -193,7 +193,6 @@ def authed_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_registry_basic_auth_lands_with_the_right_password_and_is_one_line_with_a_wrong_one(
     stack, authed_registry, fresh_topic, tmp_path
 ):
-    from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
@@ -202,8 +201,8 @@ def test_registry_basic_auth_lands_with_the_right_password_and_is_one_line_with_
 
     assert requests.get(f"{authed_registry}/subjects", timeout=10).status_code == 401
     ensure_topic(stack.endpoints(fresh_topic), partitions=1)
-    client = SchemaRegistryClient(
-        {"url": authed_registry, "basic.auth.user.info": f"{REGISTRY_USER}:{REGISTRY_PASSWORD}"}
+    client = registry_client(
+        authed_registry, **{"basic.auth.user.info": f"{REGISTRY_USER}:{REGISTRY_PASSWORD}"}
     )
     v2 = load_version(2).message_class
     serialize = ProtobufSerializer(v2, client, SERIALIZER_CONF)

@@ -30,7 +30,6 @@ from urllib.parse import urlsplit
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from ingest.core.paths import PROJECT_DIR
 from ingest.dev.demo_schemas import load_version
@@ -38,7 +37,13 @@ from ingest.dev.producer.publish import ensure_topic, register_versions
 from ingest.dev.screenshot import rendered_dom, screenshot
 from ingest.landing import wire_format
 from ingest.landing.run_command import DASHBOARD_PANELS
-from tests.integration.ingest_support import assert_exactly_once, service_env, start_service, wait_until
+from tests.integration.ingest_support import (
+    assert_exactly_once,
+    registry_client,
+    service_env,
+    start_service,
+    wait_until,
+)
 from tests.integration.tcp_switch import TcpSwitch
 
 pytestmark = pytest.mark.integration
@@ -185,7 +190,7 @@ def test_lag_and_registry_alerts_fire_in_prometheus_and_clear_on_recovery(
     endpoints = stack.endpoints(fresh_topic)
     ensure_topic(endpoints, partitions=1)
     register_versions(endpoints, [3])  # the subject's versions 1..3 are the demo's v1..v3
-    registry = SchemaRegistryClient({"url": stack.registry_url})
+    registry = registry_client(stack.registry_url)
     known_id, unseen_id = (registry.get_version(endpoints.value_subject, v).schema_id for v in (2, 3))
     assert known_id != unseen_id
     producer = Producer({"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 20})
