@@ -21,3 +21,14 @@ CONTRACT_MACROS = Path("macros/bronze/_bronze_contract.sql")
 CONTRACT_DOCS = Path("models/_contract_docs.md")
 STAGING_YML = Path("models/bronze/_bronze__models.yml")
 SOURCE_YML = Path("models/bronze/_bronze__sources.yml")
+
+# The gold tables of each game: gold_<slug>_<kind>, each reading silver_<slug>.
+GOLD_KINDS = ("player_agg", "daily_active")
+
+
+def silver_table(slug: str) -> str:
+    return f"silver_{slug}"
+
+
+def gold_table(slug: str, kind: str) -> str:
+    return f"gold_{slug}_{kind}"

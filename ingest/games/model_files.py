@@ -21,12 +21,15 @@ from ingest.games.layout import (
     CONTRACT_MACROS,
     FROM_SEED,
     GENERATED_DIRS,
+    GOLD_KINDS,
     GOLD_YML,
     MARKER,
     REGISTRY,
     SILVER_YML,
     SOURCE_YML,
     STAGING_YML,
+    gold_table,
+    silver_table,
 )
 from ingest.games.seed import SEED, Game, read_games
 
@@ -64,9 +67,9 @@ def render(games: list[Game], contract: Contract) -> dict[Path, str]:
     }
     silver_dir, gold_dir = GENERATED_DIRS
     for game in games:
-        files[silver_dir / f"silver_{game.slug}.sql"] = _model_sql(game, "silver_game_events")
-        files[gold_dir / f"gold_{game.slug}_player_agg.sql"] = _model_sql(game, "gold_player_agg")
-        files[gold_dir / f"gold_{game.slug}_daily_active.sql"] = _model_sql(game, "gold_daily_active")
+        files[silver_dir / f"{silver_table(game.slug)}.sql"] = _model_sql(game, "silver_game_events")
+        for kind in GOLD_KINDS:
+            files[gold_dir / f"{gold_table(game.slug, kind)}.sql"] = _model_sql(game, f"gold_{kind}")
     files[SILVER_YML] = game_yml.silver_yml(games, contract)
     files[GOLD_YML] = game_yml.gold_yml(games)
     return files
