@@ -54,14 +54,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="verb", required=True, metavar="{migrate-native-types}")
     migrating = actions.add_parser(
         "migrate-native-types",
-        help="convert the JSON text columns of a bronze landed before native types, in one commit",
-        description="STOP THE SERVICE FIRST. A bronze landed before native types holds nested "
-        "messages, repeated fields, maps, wrappers and Duration as JSON text, and today's schema "
-        "guard refuses their schemas. This rebuilds each row's fields from that text with the "
-        "registry's schema and rewrites bronze in one Delta commit with the native types: every "
-        "row, every other column, the table properties and the Kafka offsets kept. All or "
-        "nothing: a text that cannot be read back stops it, naming the column and the row, with "
-        "bronze unchanged. Prints a JSON summary; progress goes to stderr.",
+        help="convert the JSON text columns of a bronze landed before native types, and silver's copies",
+        description="STOP THE SERVICE AND DBT BUILDS FIRST, and bring silver and gold up to date "
+        "(`ingest refresh`). A bronze landed before native types holds nested messages, repeated "
+        "fields, maps, wrappers and Duration as JSON text, and the silver tables built on it hold "
+        "that text too. This rebuilds each row's fields from the text with the registry's schema "
+        "and rewrites each such silver table, then bronze, in one Delta commit each, with the "
+        "native types: every row, every other column, the table properties and the Kafka offsets "
+        "kept; silver's and gold's marks move past the rewrites. Every table is converted before "
+        "anything commits: a text that cannot be read back stops it, naming the column and the "
+        "row, with nothing changed. A run stopped half-way is finished by running it again. "
+        "Prints a JSON summary; progress goes to stderr.",
     )
     add_settings_arguments(migrating)
     migrating.add_argument("--dry-run", action="store_true", help="read and convert every row, write nothing")

@@ -1,56 +1,60 @@
-"""Rewrite a bronze that holds JSON text columns into native types, in one Delta commit.
+"""Rewrite a bronze that holds JSON text columns into native types, with the silver tables that
+pass that text through.
 
-Every file of bronze is read batch by batch, converted (native_convert.py) and written as a new
-file of the same partition; one commit then replaces all the old files with the new ones and
-sets the new schema. Nothing else changes: every row, every other column (``_ingested_at``
-too), the table properties, and the app transactions that hold each Kafka partition's offset
-(restated in the commit, and checked after it). Until that commit nothing is visible: a failure
-removes the files written so far and leaves bronze as it was.
+Every file of bronze is converted (native_convert.py) and bronze rewritten in one commit
+(table_rewrite.py). Nothing else changes: every row, every other column (``_ingested_at`` too),
+the table properties, and the app transactions that hold each Kafka partition's offset (restated
+in the commit, and checked after it).
 
 Run it with the service stopped: the commit is refused if anything else committed since the
-migration read bronze. delta-rs 1.6.6 derives the removal of the old files itself in an
-overwrite (the only commit that may change a column's type) and marks it as a data change,
-while our new files are marked as none: a change data feed reader that reads the migration's
-version sees every old row deleted and none inserted, so silver's readers must be past it.
+migration read bronze. Order, so that a crash anywhere leaves something a rerun finishes: each
+silver table that holds a converted column is rewritten first, one commit each
+(silver_rewrite.py), with its gold tables' marks moved past it; then bronze; then the readers'
+bronze marks move past bronze's rewrite. A rerun skips the silver tables already native, and
+moves the marks that a crash left behind a rewrite. dbt's build lock is held throughout, so no
+build reads bronze's text into a silver table that is native already.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction
-from deltalake.exceptions import CommitFailedError
-from deltalake.transaction import AddAction
+from deltalake import DeltaTable, Transaction
 
+from ingest.core.contract import Contract, load_contract
 from ingest.core.errors import ConfigError
 from ingest.landing.bronze_columns import JSON_ERA_COLUMNS, PARTITION_COLUMN, type_name
-from ingest.landing.bronze_writer import write_part
 from ingest.landing.compaction import compaction_lock
 from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.landing.table_properties import with_properties
+from ingest.ops.dbt_build_lock import holding_build_lock
 from ingest.ops.native_convert import convert
 from ingest.ops.native_plan import MigrationError, MigrationPlan, Registry, plan_migration
-from ingest.ops.reader_marks import Reader, move_marks, readers, readers_behind, readers_holding
-
-BATCH_ROWS = 20_000  # rows rebuilt at once: their Python messages are the migration's memory
-JOB = "migrate-native-types"  # in the commitInfo, for whoever reads the history
-
-Progress = Callable[[int, int], None]  # (rows done, rows in bronze)
-
-
-@dataclass(frozen=True)
-class BronzeFile:
-    path: str
-    rows: int
-    date: str | None  # the event_date partition value, as Delta writes it
+from ingest.ops.reader_marks import Reader, move_marks, readers, readers_behind, repair_marks
+from ingest.ops.silver_rewrite import (
+    SilverRewrite,
+    commit_silver,
+    convert_silver,
+    reader_types,
+    repair_gold_marks,
+    silver_rewrites,
+)
+from ingest.ops.table_rewrite import (
+    JOB,
+    Progress,
+    Staged,
+    TableFile,
+    Tally,
+    commit_rewrite,
+    remove,
+    rewrite_files,
+    rewrite_version,
+    table_files,
+)
 
 
 def migrate(
@@ -61,54 +65,126 @@ def migrate(
     dry_run: bool = False,
     tables_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Convert bronze's JSON text columns to native types; returns the summary.
+    """Convert bronze's JSON text columns, and silver's copies of them, to native types; returns
+    the summary.
 
     ``dry_run`` converts every row (so a text that cannot be read back is found) and writes nothing.
-    ``tables_dir``: where silver's readers of bronze live (reader_marks.py); each must have read
-    bronze up to its current version and hold none of the converted columns, and their marks
-    move past the rewrite.
+    ``tables_dir``: where dbt's tables live (``<schema>.db/<table>``). Each reader of bronze
+    (reader_marks.py) must have read bronze up to its current version, and each gold table its
+    silver table; their marks move past the rewrites.
     """
     if not DeltaTable.is_deltatable(str(path)):
         raise ConfigError(f"there is no bronze table at {path}: check warehouse_dir; nothing to migrate")
     with compaction_lock(path) as locked:
         if not locked:
             raise MigrationError("a compaction of bronze is running: stop the service, then run this again")
-        table = DeltaTable(str(path))
-        plan = plan_migration(table, registry)
-        summary = _summary(table, plan)
-        if not plan:
-            return {**summary, "rows_rewritten": 0, "note": "no JSON text column to convert"}
+        with holding_build_lock(tables_dir, JOB) if tables_dir is not None else contextlib.nullcontext():
+            return _migrate(path, registry, app_id, progress, dry_run, tables_dir)
+
+
+def _migrate(
+    path: Path,
+    registry: Registry,
+    app_id: str,
+    progress: Progress | None,
+    dry_run: bool,
+    tables_dir: Path | None,
+) -> dict[str, Any]:
+    table = DeltaTable(str(path))
+    found = readers(tables_dir) if tables_dir is not None else []
+    repaired = {} if dry_run else _repair(path, table, found, tables_dir)
+    if repaired:
         found = readers(tables_dir) if tables_dir is not None else []
-        _refuse_unless_readers_allow(found, table.version(), plan.converted)
-        files = bronze_files(table)
-        adds = _rewrite_all(path, files, plan, progress or (lambda done, total: None), dry_run)
-        summary["rows_rewritten"] = sum(f.rows for f in files)
-        summary["files_rewritten"] = len(files)
-        if dry_run:
-            return {**summary, "dry_run": True}
-        txns = app_transactions(table, app_id)
-        summary["version"] = _commit(path, table, adds, plan.new_schema, txns)
-        summary["app_transactions_kept"] = len(txns)
-        _forget_json_era(table, plan.converted)
-        move_marks(found, table.version())
-        summary["reader_marks_moved"] = {r.name: table.version() for r in found}
-        return summary
-
-
-def _refuse_unless_readers_allow(found: list[Reader], bronze_version: int, converted: list[str]) -> None:
-    behind = readers_behind(found, bronze_version)
+    contract = load_contract()
+    plan = plan_migration(table, registry, reader_types(found, contract))
+    summary = {**_summary(table, plan), **({"marks_repaired": repaired} if repaired else {})}
+    if not plan:
+        return {**summary, "rows_rewritten": 0, "note": "no JSON text column to convert"}
+    behind = readers_behind(found, table.version())
     if behind:
         raise MigrationError(
-            f"bronze is at version {bronze_version} but {'; '.join(behind)}: bring every reader up to "
+            f"bronze is at version {table.version()} but {'; '.join(behind)}: bring every reader up to "
             "date first (`ingest refresh`, with the service stopped), then migrate; nothing was changed"
         )
-    holding = readers_holding(found, converted)
-    if holding:
+    silver = silver_rewrites(found, plan, contract, tables_dir) if tables_dir is not None else []
+    files = table_files(table)
+    tally = Tally(sum(f.rows for f in files) + sum(r.rows for r in silver), progress)
+    staged = _stage(path, table, files, plan, silver, contract, tally, dry_run)
+    summary["silver"] = {r.reader.name: s.summary for r, s in zip(silver, staged, strict=False)}
+    summary["rows_rewritten"] = sum(f.rows for f in files)
+    summary["files_rewritten"] = len(files)
+    if dry_run:
+        return {**summary, "dry_run": True}
+    summary.update(_commit_all(table, app_id, silver, staged, summary["silver"]))
+    _forget_json_era(table, plan.converted)
+    move_marks(found, table.version())
+    summary["reader_marks_moved"] = {r.name: table.version() for r in found}
+    return summary
+
+
+def _stage(
+    path: Path,
+    table: DeltaTable,
+    files: list[TableFile],
+    plan: MigrationPlan,
+    silver: list[SilverRewrite],
+    contract: Contract,
+    tally: Tally,
+    dry_run: bool,
+) -> list[Staged]:
+    """Every new file, of each silver table and then of bronze (last), before anything commits:
+    a text that cannot be read back stops the job with no table changed."""
+    staged: list[Staged] = []
+    try:
+        for rewrite in silver:
+            staged.append(convert_silver(rewrite, plan, contract, tally, dry_run))
+        target = pa.schema([f for f in plan.new_schema if f.name != PARTITION_COLUMN])
+        adds = rewrite_files(path, files, lambda batch: convert(batch, plan, target), tally, dry_run)
+    except BaseException:
+        for done in staged:
+            remove(done.root, done.adds)
+        raise
+    return [*staged, Staged(path, table, adds, plan.new_schema)]
+
+
+def _commit_all(
+    table: DeltaTable,
+    app_id: str,
+    silver: list[SilverRewrite],
+    staged: list[Staged],
+    silver_summary: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """Each silver table's commit, then bronze's (staged last); what is not committed is removed."""
+    try:
+        _refuse_if_bronze_moved(table)
+        for rewrite, done in zip(silver, staged, strict=False):
+            silver_summary[rewrite.reader.name].update(commit_silver(rewrite, done))
+        txns = app_transactions(table, app_id)
+        version = commit_rewrite(staged[-1], txns, "the ingest service")
+    except BaseException:
+        for done in staged:
+            remove(done.root, done.adds)
+        raise
+    return {"version": version, "app_transactions_kept": len(txns)}
+
+
+def _refuse_if_bronze_moved(table: DeltaTable) -> None:
+    """Bronze as it was read: a silver table converted while the service lands text would stop
+    every dbt build until bronze is converted too."""
+    read = table.version()
+    table.update_incremental()
+    if table.version() != read:
         raise MigrationError(
-            f"{'; '.join(holding)} (passed through from bronze as JSON text): this command converts "
-            "bronze only, and such a reader could not take the native type; nothing was changed. "
-            "The service keeps landing these columns as JSON text meanwhile (README, Protobuf types)"
+            f"bronze moved from version {read} to {table.version()} while it was being migrated: stop "
+            "the service, bring every table up to date (`ingest refresh`), then run this again; "
+            "nothing was changed"
         )
+
+
+def _repair(path: Path, table: DeltaTable, found: list[Reader], tables_dir: Path | None) -> dict[str, int]:
+    """The marks a crashed run left behind its rewrites, moved past them."""
+    gold = repair_gold_marks(found, tables_dir) if tables_dir is not None else {}
+    return {**gold, **repair_marks(found, path, rewrite_version(table))}
 
 
 def _summary(table: DeltaTable, plan: MigrationPlan) -> dict[str, Any]:
@@ -119,36 +195,6 @@ def _summary(table: DeltaTable, plan: MigrationPlan) -> dict[str, Any]:
         "columns_added": {name: plan.uncomputed_cases.get(name, "computed") for name in plan.added},
         "not_converted": plan.left,
     }
-
-
-def bronze_files(table: DeltaTable) -> list[BronzeFile]:
-    actions = pa.table(table.get_add_actions(flatten=True))
-    dates = actions[f"partition.{PARTITION_COLUMN}"].cast(pa.string()).to_pylist()
-    rows = pc.fill_null(actions["num_records"], 0).to_pylist()
-    return [BronzeFile(p, n, d) for p, n, d in zip(actions["path"].to_pylist(), rows, dates, strict=True)]
-
-
-def _rewrite_all(
-    root: Path, files: list[BronzeFile], plan: MigrationPlan, progress: Progress, dry_run: bool
-) -> list[AddAction]:
-    """A new file per old file; on any failure the new files are removed before raising."""
-    adds: list[AddAction] = []
-    total, done = sum(f.rows for f in files), 0
-    target = pa.schema([f for f in plan.new_schema if f.name != PARTITION_COLUMN])
-    try:
-        for file in files:
-            parts = []
-            for batch in pq.ParquetFile(root / file.path).iter_batches(batch_size=BATCH_ROWS):
-                parts.append(convert(pa.Table.from_batches([batch]), plan, target))
-                done += batch.num_rows
-                progress(done, total)
-            if not dry_run and parts:
-                data = pa.concat_tables(parts)
-                adds.append(write_part(root, file.date, data, int(time.time() * 1000), data_change=False))
-    except BaseException:
-        _remove(root, adds)
-        raise
-    return adds
 
 
 def app_transactions(table: DeltaTable, app_id: str) -> list[Transaction]:
@@ -164,36 +210,6 @@ def app_transactions(table: DeltaTable, app_id: str) -> list[Transaction]:
     return txns
 
 
-def _commit(
-    root: Path, table: DeltaTable, adds: list[AddAction], schema: pa.Schema, txns: list[Transaction]
-) -> int:
-    """One commit: the new files replace every old one, with the new schema and the same offsets."""
-    try:
-        table.create_write_transaction(
-            list(adds),
-            "overwrite",
-            schema,
-            partition_by=[PARTITION_COLUMN],
-            commit_properties=CommitProperties(
-                custom_metadata={"gamelake.job": JOB}, max_commit_retries=0, app_transactions=txns
-            ),
-            post_commithook_properties=PostCommitHookProperties(
-                create_checkpoint=False, cleanup_expired_logs=False
-            ),
-        )
-    except CommitFailedError as err:
-        _remove(root, adds)
-        raise MigrationError(
-            f"bronze changed while it was being migrated (is the service stopped?): {err}; "
-            "nothing was changed, run the migration again once nothing else writes to bronze"
-        ) from None
-    table.update_incremental()
-    moved = [t.app_id for t in txns if table.transaction_version(t.app_id) != t.version]
-    if moved:
-        raise MigrationError(f"the offsets of {', '.join(moved)} changed in the migration's commit")
-    return table.version()
-
-
 def _forget_json_era(table: DeltaTable, converted: list[str]) -> None:
     """The converted columns no longer hold JSON text: the service lands them natively from now.
     (Were this commit lost, the service still would: it trusts the list only for text columns.)"""
@@ -201,8 +217,3 @@ def _forget_json_era(table: DeltaTable, converted: list[str]) -> None:
     held = json.loads(table.metadata().configuration.get(JSON_ERA_COLUMNS, "[]"))
     left = sorted(set(held) - set(converted))
     with_properties(table, {JSON_ERA_COLUMNS: json.dumps(left)})
-
-
-def _remove(root: Path, adds: list[AddAction]) -> None:
-    for add in adds:
-        (root / add.path).unlink(missing_ok=True)

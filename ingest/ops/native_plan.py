@@ -11,6 +11,7 @@ scalar members without their presence (an unset member read as its default value
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -76,10 +77,14 @@ class MigrationPlan:
         return bool(self.converted)
 
 
-def plan_migration(table: DeltaTable, registry: Registry) -> MigrationPlan:
-    """The conversion of every message type present in ``table``."""
+def plan_migration(
+    table: DeltaTable, registry: Registry, more_types: Iterable[TypeKey] = ()
+) -> MigrationPlan:
+    """The conversion of every message type present in ``table``, and of ``more_types`` (those of
+    rows that silver holds and bronze may no longer)."""
     schema = pa.schema(table.schema().to_arrow())
-    descriptors = {key: _descriptor(registry, key) for key in present_types(table)}
+    keys = sorted(set(present_types(table)) | set(more_types), key=str)
+    descriptors = {key: _descriptor(registry, key) for key in keys}
     columns = {key: message_columns(d) for key, d in descriptors.items()}
     texts, left = _converted(descriptors, columns, schema)
     new_types: dict[str, pa.DataType] = {}

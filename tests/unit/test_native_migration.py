@@ -232,12 +232,12 @@ def test_readers_must_have_read_bronze_to_its_end_and_their_marks_move_past_the_
         assert marks["gamelake.bronze_version"] == str(final)
 
 
-def test_a_reader_holding_a_converted_column_stops_the_rewrite(tmp_path: Path) -> None:
+def test_a_reader_holding_a_converted_column_but_no_schema_id_stops_the_rewrite(tmp_path: Path) -> None:
     path, tables = tmp_path / "bronze", tmp_path / "spark"
     _old_bronze(path, matches(1, 20, seed=3))
     version = DeltaTable(str(path)).version()
     _reader(tables, "silver.silver_alpha", version, ("event_id", "loadout"))
 
-    with pytest.raises(MigrationError, match=r"silver\.silver_alpha holds loadout"):
+    with pytest.raises(MigrationError, match=r"silver\.silver_alpha holds loadout but no schema_id column"):
         migrate(path, _Registry(), "app", tables_dir=tables)
     assert DeltaTable(str(path)).version() == version

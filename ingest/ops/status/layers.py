@@ -15,14 +15,15 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from ingest.core.settings import IngestSettings
+from ingest.games.layout import GOLD_KINDS, gold_table, silver_table
 from ingest.games.seed import Game
+from ingest.ops.gold_marks import silver_version_mark
 from ingest.ops.status.delta_commits import History, Trail, read_history
 from ingest.ops.status.tables import describe, last_commit_s, open_table
 from ingest.ops.status.time_text import iso_utc
 
 BRONZE_MARK = "gamelake.bronze_version"
 QUARANTINE = "silver_quarantine"
-GOLD_TABLES = ("player_agg", "daily_active")
 NO_GAME = "(none)"  # a quarantined row without a game_slug
 
 Readers = dict[str, DeltaTable | None]  # silver table name -> the table, None when not built
@@ -31,13 +32,6 @@ Readers = dict[str, DeltaTable | None]  # silver table name -> the table, None w
 def bronze_mark(table: DeltaTable) -> int | None:
     value = table.metadata().configuration.get(BRONZE_MARK)
     return None if value is None else int(value)
-
-
-def silver_version_mark(table: DeltaTable) -> int | None:
-    if "silver_version" not in table.schema().to_arrow().names:
-        return None  # built before gold kept its mark
-    column = table.to_pyarrow_dataset().to_table(columns=["silver_version"]).column(0)
-    return pc.max(column).as_py()
 
 
 def _slowest(marks: list[int | None]) -> int | None:
@@ -53,7 +47,7 @@ def _with_trail(record: dict[str, Any], trail: Trail | None) -> dict[str, Any]:
 
 
 def bronze_readers(settings: IngestSettings, games: list[Game]) -> Readers:
-    names = [f"silver_{game.slug}" for game in games] + [QUARANTINE]
+    names = [silver_table(game.slug) for game in games] + [QUARANTINE]
     return {name: open_table(settings.dbt_table_path("silver", name)) for name in names}
 
 
@@ -97,7 +91,7 @@ def silver(
     """Silver per game: rows, mark, freshness behind bronze, and the share of its rows quarantined."""
     out = {}
     for game in games:
-        name = f"silver_{game.slug}"
+        name = silver_table(game.slug)
         record = _reader(settings, name, readers[name], history, now)
         held = quarantined.get(game.slug, 0)
         total = record["rows"] + held
@@ -112,14 +106,14 @@ def silver(
 
 
 def _gold_game(
-    settings: IngestSettings, game: Game, silver_table: DeltaTable | None, now: float
+    settings: IngestSettings, game: Game, game_silver: DeltaTable | None, now: float
 ) -> dict[str, Any]:
-    paths = {kind: settings.dbt_table_path("gold", f"gold_{game.slug}_{kind}") for kind in GOLD_TABLES}
+    paths = {kind: settings.dbt_table_path("gold", gold_table(game.slug, kind)) for kind in GOLD_KINDS}
     tables = {kind: open_table(path) for kind, path in paths.items()}
     built = [table for table in tables.values() if table is not None]
-    exists = len(built) == len(GOLD_TABLES)
+    exists = len(built) == len(GOLD_KINDS)
     mark = _slowest([silver_version_mark(table) for table in built]) if exists else None
-    trail = read_history(silver_table, mark).trail(mark, now) if exists and silver_table else None
+    trail = read_history(game_silver, mark).trail(mark, now) if exists and game_silver else None
     record = {
         "active": game.is_active,
         "exists": exists,
@@ -128,7 +122,7 @@ def _gold_game(
     }
     return {
         **_with_trail(record, trail),
-        **{kind: describe(paths[kind], tables[kind]) for kind in GOLD_TABLES},
+        **{kind: describe(paths[kind], tables[kind]) for kind in GOLD_KINDS},
     }
 
 
@@ -136,4 +130,4 @@ def gold(
     settings: IngestSettings, games: list[Game], readers: Readers, now: float
 ) -> dict[str, dict[str, Any]]:
     """Gold per game: both tables, the slower one's mark and how far that trails silver."""
-    return {game.slug: _gold_game(settings, game, readers[f"silver_{game.slug}"], now) for game in games}
+    return {game.slug: _gold_game(settings, game, readers[silver_table(game.slug)], now) for game in games}
