@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from ingest.core.paths import PROJECT_DIR
 
@@ -58,6 +59,23 @@ DROP_REASONS = (
 )
 LAUNCH_DATE = date(2024, 1, 1)  # every test game's launch_date in the seed
 MAX_FUTURE = timedelta(minutes=1440)
+
+
+@contextlib.contextmanager
+def local_spark(warehouse: Path) -> Iterator[Any]:
+    """The project's local Spark session on ``warehouse``, for dbt's session profile, with the
+    environment that would point dbt elsewhere removed; stopped after."""
+    from ingest.core.spark import local_session
+
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("GAMELAKE_BRONZE_PATH", "GAMELAKE_DBT_TARGET", "GAMELAKE_DBT_SCHEMA"):
+            env.delenv(name, raising=False)
+        env.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+        spark = local_session(warehouse)
+        try:
+            yield spark
+        finally:
+            spark.stop()
 
 
 def copy_project(target: Path) -> Path:

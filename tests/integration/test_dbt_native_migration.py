@@ -163,22 +163,13 @@ def _old_json(event: Any, name: str) -> str | None:
 
 @pytest.fixture(scope="module")
 def lake(stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
-    from ingest.core.spark import local_session
-
     raw = base64.b64encode(_event_file().SerializeToString()).decode()
     schema_id = registry_client(stack.registry_url).register_schema(
         f"{TOPIC}-migration-value", Schema(raw, "PROTOBUF")
     )
     root = tmp_path_factory.mktemp("migration")
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("GAMELAKE_BRONZE_PATH", "GAMELAKE_DBT_TARGET", "GAMELAKE_DBT_SCHEMA"):
-            env.delenv(name, raising=False)
-        env.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
-        spark = local_session(root / "warehouse")
-        try:
-            yield Lake(root, spark, _Schemas(schema_id))
-        finally:
-            spark.stop()
+    with support.local_spark(root / "warehouse") as spark:
+        yield Lake(root, spark, _Schemas(schema_id))
 
 
 def _migrate(stack, lake: Lake) -> dict[str, Any]:

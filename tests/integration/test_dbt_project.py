@@ -91,20 +91,13 @@ class Lake:
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
-    from ingest.core.spark import local_session
-
     root = tmp_path_factory.mktemp("dbt")
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("GAMELAKE_BRONZE_PATH", "GAMELAKE_DBT_TARGET", "GAMELAKE_DBT_SCHEMA"):
-            env.delenv(name, raising=False)
-        env.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
-        spark = local_session(root / "warehouse")
+    with support.local_spark(root / "warehouse") as spark:
         lake = Lake(root, spark)
         try:
             yield lake
         finally:
             print("\ndbt timings (s):", {k: round(v, 1) for k, v in lake.timings.items()})
-            spark.stop()
 
 
 # Fixed reference times: batch one three days ago, batch two now (beyond the 60 min lookback).

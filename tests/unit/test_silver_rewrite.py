@@ -71,6 +71,20 @@ def _mark(path: Path) -> int:
     return max(DeltaTable(str(path)).to_pyarrow_table()["silver_version"].to_pylist())
 
 
+def _migrate_killed_at(
+    module, step: str, bronze: Path, tables: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A migration killed as it reaches ``module.step`` (a KeyboardInterrupt, as from a signal)."""
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt(f"killed at {step}")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(module, step, killed)
+        with pytest.raises(KeyboardInterrupt):
+            migrate(bronze, _Registry(), "app", tables_dir=tables)
+
+
 def _setup(tmp_path: Path, count: int = 30):
     bronze, tables = tmp_path / "bronze", tmp_path / "spark"
     sent = matches(1, count, seed=5)
@@ -158,13 +172,8 @@ def test_a_rerun_after_a_crash_between_silver_and_gold_moves_the_marks_and_conve
     bronze, tables, sent, silver, golds = _setup(tmp_path)
     marks = [_mark(g) for g in golds]
 
-    def crash(*args, **kwargs):
-        raise KeyboardInterrupt("killed after silver's commit")
+    _migrate_killed_at(silver_rewrite, "move_past", bronze, tables, monkeypatch)
 
-    with monkeypatch.context() as patched:
-        patched.setattr(silver_rewrite, "move_past", crash)
-        with pytest.raises(KeyboardInterrupt):
-            migrate(bronze, _Registry(), "app", tables_dir=tables)
     rewritten = DeltaTable(str(silver)).version()
     assert [_mark(g) for g in golds] == marks, "left behind the rewrite"
     assert pa.schema(DeltaTable(str(bronze)).schema().to_arrow()).field("loadout").type == pa.string()
@@ -207,13 +216,8 @@ def test_a_rerun_after_a_crash_between_bronze_and_its_readers_marks_moves_them(
     bronze, tables, _, silver, _ = _setup(tmp_path, count=12)
     mark = DeltaTable(str(silver)).metadata().configuration["gamelake.bronze_version"]
 
-    def crash(*args, **kwargs):
-        raise KeyboardInterrupt("killed after bronze's commit")
+    _migrate_killed_at(native_migration, "_forget_json_era", bronze, tables, monkeypatch)
 
-    with monkeypatch.context() as patched:
-        patched.setattr(native_migration, "_forget_json_era", crash)
-        with pytest.raises(KeyboardInterrupt):
-            migrate(bronze, _Registry(), "app", tables_dir=tables)
     rewritten = int(mark) + 1
     assert DeltaTable(str(bronze)).version() == rewritten
     assert DeltaTable(str(silver)).metadata().configuration["gamelake.bronze_version"] == mark, "left behind"
