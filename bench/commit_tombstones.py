@@ -161,7 +161,7 @@ def log_files(counts: list[int], commits: int) -> list[str]:
 
 def bronze_commit_ms(writer: BronzeWriter, commits: int) -> tuple[float, float]:
     """Median and mean ms of what a batch costs the bronze writer around its files: ``columns``,
-    then ``commit``. The mean includes the full read of the table every ``_RELOAD_EVERY`` commits."""
+    then ``commit``."""
     times = []
     tp = TopicPartition("bench", 0)
     for i in range(commits):

@@ -152,12 +152,12 @@ def bench_delta_rs(batches: list[pa.Table], warmup: pa.Table, path: Path) -> flo
 
 def _evolve(writer: BronzeWriter, table: pa.Table) -> None:
     """Add the decoded columns bronze lacks (the service does it from the decoder's new_columns)."""
-    from deltalake import Field
+    from deltalake import DeltaTable, Field
 
-    have = set(writer.refresh().schema().to_arrow().names)
+    have = set(writer.columns().columns)
     fresh = [Field.from_arrow(f) for f in table.schema if f.name not in have]
     if fresh:
-        writer.table.alter.add_columns(fresh)
+        DeltaTable(str(writer.path)).alter.add_columns(fresh)
 
 
 def bench_spark(batches: list[pa.Table], warmup: pa.Table, path: Path, warehouse: Path) -> float:

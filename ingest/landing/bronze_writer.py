@@ -9,9 +9,12 @@ retries), so nobody can slip a commit in between the check and ours. A lost race
 on the newest version and retried with the same files. Writers other than the service (``ingest
 dlq replay``) fence their commits the same way with app transactions of their own (``Fence``).
 
-On a local disk the writer commits blind appends itself (``local_delta_log``) and reads the
-table again only when a one-stat check finds a commit by someone else, or every
-``_RELOAD_EVERY`` commits: what a batch costs then does not grow with ``_delta_log``.
+What the writer knows of the table is a ``LogState``: protocol, schema, properties and app
+transactions, read from ``_delta_log`` without the table's files, so its memory does not grow
+with the table. It reads new commits only when a one-stat check finds a commit by someone else.
+On a local disk it commits blind appends itself (``local_delta_log``): what a batch costs then
+depends neither on ``_delta_log`` nor on the table's files. Schema changes, and commits to a
+table with features a blind append does not honour, go through a delta-rs handle.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from ingest.landing.bronze_columns import (
     TIMESTAMP,
 )
 from ingest.landing.local_delta_log import LocalDeltaLog, why_not
+from ingest.landing.log_state import LogState
 from ingest.landing.offsets import TopicPartition, txn_app_id
 from ingest.landing.schema_guard import ColumnRegistry, FieldNumbers, KnownColumn
 from ingest.landing.table_properties import TABLE_CONFIGURATION, with_properties
@@ -61,9 +65,6 @@ from ingest.landing.table_properties import TABLE_CONFIGURATION, with_properties
 # new is decided by the Delta log, not by clocks. Appends need no change files to be read so.
 CHANGE_DATA_FEED = {"delta.enableChangeDataFeed": "true"}
 _COMMIT_ATTEMPTS = 20
-# Own commits after which the writer reads the table again even if nobody else committed: bounds
-# how far its delta-rs handle trails (what a refresh then replays).
-_RELOAD_EVERY = 100
 
 
 class FencedError(IngestError):
@@ -105,15 +106,7 @@ def ensure_table(
     existed gets them set once, in a metadata commit of its own.
     """
     wanted = {**TABLE_CONFIGURATION, **(configuration or {})}
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        if not os.access(path, os.W_OK):
-            raise PermissionError(f"{path} is not writable")
-    except OSError as err:
-        raise ConfigError(
-            f"cannot use {path} for the {name} table: {err.strerror or err}; check warehouse_dir "
-            "(GAMELAKE_INGEST_WAREHOUSE_DIR): a directory this user can create and write"
-        ) from None
+    usable_folder(path, name)
     if DeltaTable.is_deltatable(str(path)):
         return with_properties(DeltaTable(str(path)), configuration or {})
     try:
@@ -129,63 +122,89 @@ def ensure_table(
         raise ConfigError(f"cannot create the {name} Delta table at {path}: {err}") from None
 
 
+def usable_folder(path: Path, name: str) -> None:
+    """ConfigError unless ``path`` is (or can be made) a folder this user writes."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK):
+            raise PermissionError(f"{path} is not writable")
+    except OSError as err:
+        raise ConfigError(
+            f"cannot use {path} for the {name} table: {err.strerror or err}; check warehouse_dir "
+            "(GAMELAKE_INGEST_WAREHOUSE_DIR): a directory this user can create and write"
+        ) from None
+
+
 class BronzeWriter:
     def __init__(self, path: Path, app_id: str) -> None:
         self.path = path
         self.app_id = app_id
-        base = pa.schema([*KAFKA_COLUMNS, pa.field(PARTITION_COLUMN, pa.date32())])
-        self.table = ensure_table(path, base, [PARTITION_COLUMN], "game_events", CHANGE_DATA_FEED)
         self.delta_log = LocalDeltaLog(path)
-        self._known(self.table)
+        self._handle: DeltaTable | None = None  # held only while commits go through delta-rs
+        usable_folder(path, "game_events")
+        if not DeltaTable.is_deltatable(str(path)):
+            base = pa.schema([*KAFKA_COLUMNS, pa.field(PARTITION_COLUMN, pa.date32())])
+            ensure_table(path, base, [PARTITION_COLUMN], "game_events", CHANGE_DATA_FEED)
+        self.state = LogState.load(path)
+        self._not_blind = self._why_not_blind()
+        self._set_properties({**TABLE_CONFIGURATION, **CHANGE_DATA_FEED})
         # A bronze created before a service column existed (``_message_type``) gets it now,
         # in a metadata commit of its own; its older rows read null.
         self._add_fields(list(KAFKA_COLUMNS))
         self._record_json_era()
+
+    def _why_not_blind(self) -> str | None:
+        return why_not(self.state) or self.delta_log.refused
 
     def _record_json_era(self) -> None:
         """A bronze from before native types says which of its columns hold JSON text: all its
         field columns then (only those the old decoder made JSON land as text; the rest match).
         A bronze with no field column yet records "none" with its first field numbers (evolve),
         before any field column exists, so no crash can leave it looking old."""
-        table = self.refresh()
-        names = _field_column_names(table)
-        if JSON_ERA_COLUMNS not in table.metadata().configuration and names:
-            with_properties(table, {JSON_ERA_COLUMNS: json.dumps(names)})
+        state = self._latest()
+        names = _field_column_names(state.arrow_schema())
+        if JSON_ERA_COLUMNS not in state.configuration and names:
+            self._set_properties({JSON_ERA_COLUMNS: json.dumps(names)})
 
-    def _known(self, table: DeltaTable) -> None:
-        """``table`` is the newest version this writer knows of."""
-        self._head = table.version()
-        self._own_txns: dict[str, int] = {}  # app transactions of our own commits after ``table``
-        self._not_blind = why_not(table) or self.delta_log.refused
+    def _set_properties(self, properties: dict[str, str]) -> None:
+        current = self._latest().configuration
+        if any(current.get(key) != value for key, value in properties.items()):
+            with_properties(self._delta_rs(), properties)
+            self._latest()
 
-    def _reload(self) -> None:
-        # On a local disk this lists every entry of _delta_log (local_delta_log.py): only when
-        # another writer committed, before the delta-rs commit path, and every _RELOAD_EVERY.
-        self.table.update_incremental()
-        self._known(self.table)
+    def _latest(self) -> LogState:
+        """The state at the newest version: one ``stat`` when nobody else committed."""
+        if self.state.behind_checkpoint():
+            self.state = LogState.load(self.path)
+        elif not self.state.advance():
+            return self.state
+        self._not_blind = self._why_not_blind()
+        if self._not_blind is None:
+            self._handle = None
+        return self.state
 
-    def _others_committed(self) -> bool:
-        return self.delta_log.has(self._head + 1)
+    def _delta_rs(self) -> DeltaTable:
+        """A delta-rs handle at the newest version, for what only delta-rs does: schema and
+        property changes, and commits to a table with features a blind append does not honour.
+        It holds all the table's files, so it is kept only while commits need it."""
+        if self._handle is not None:
+            self._handle.update_incremental()
+            return self._handle
+        handle = DeltaTable(str(self.path))
+        if self._not_blind is not None:
+            self._handle = handle
+        return handle
 
-    def refresh(self) -> DeltaTable:
-        """The table at its newest version."""
-        if self.table.version() != self._head or self._others_committed():
-            self._reload()
-        return self.table
-
-    def _schema_source(self) -> DeltaTable:
-        """A handle with the newest schema and properties: our own appends since change neither."""
-        if self._others_committed() or self._head - self.table.version() >= _RELOAD_EVERY:
-            self._reload()
-        return self.table
+    def snapshot(self) -> DeltaTable:
+        """The table at the newest version this writer knows, which ``commit`` follows."""
+        return DeltaTable(str(self.path), version=self._latest().version)
 
     def columns(self) -> ColumnRegistry:
         """The columns bronze has now, and the field numbers of each message type it landed."""
-        table = self._schema_source()
-        known = {f.name: KnownColumn(f.name, f.type) for f in pa.schema(table.schema().to_arrow())}
-        configuration = table.metadata().configuration
-        json_era = frozenset(json.loads(configuration.get(JSON_ERA_COLUMNS, "[]")))
-        return ColumnRegistry(known, _field_numbers(configuration), json_era)
+        state = self._latest()
+        known = {f.name: KnownColumn(f.name, f.type) for f in state.arrow_schema()}
+        json_era = frozenset(json.loads(state.configuration.get(JSON_ERA_COLUMNS, "[]")))
+        return ColumnRegistry(known, _field_numbers(state.configuration), json_era)
 
     def evolve(self, columns: list[pa.Field], numbers: FieldNumbers) -> None:
         """Schema evolution, in commits of their own before the rows: new nullable columns, structs
@@ -208,48 +227,49 @@ class BronzeWriter:
 
     def _evolve_once(self, columns: list[pa.Field], numbers: FieldNumbers) -> None:
         # Properties first: a new bronze says it holds no JSON text before its first field column.
-        configuration = self.refresh().metadata().configuration
+        state = self._latest()
         properties = {}
         if numbers:
-            held = _field_numbers(configuration)
+            held = _field_numbers(state.configuration)
             properties = {
                 FIELD_NUMBERS_PREFIX + name: json.dumps({**held.get(name, {}), **fields}, sort_keys=True)
                 for name, fields in numbers.items()
             }
-        if JSON_ERA_COLUMNS not in configuration and not _field_column_names(self.table):
+        if JSON_ERA_COLUMNS not in state.configuration and not _field_column_names(state.arrow_schema()):
             properties[JSON_ERA_COLUMNS] = "[]"
         if properties:
-            self.table.alter.set_table_properties(properties, raise_if_not_exists=False)
+            self._set_properties(properties)
         latest = {c.name: c for c in columns}  # a column widened twice in a batch: its last type
         self._add_fields(list(latest.values()))
         self._widen(list(latest.values()))
 
     def _add_fields(self, fields: list[pa.Field]) -> None:
-        existing = set(pa.schema(self.refresh().schema().to_arrow()).names)
+        existing = set(self._latest().arrow_schema().names)
         fresh = [Field.from_arrow(f) for f in fields if f.name not in existing]
         if fresh:
-            self.table.alter.add_columns(fresh)
+            self._delta_rs().alter.add_columns(fresh)
+            self._latest()
 
     def _widen(self, fields: list[pa.Field]) -> None:
         """Give existing columns the wider types of ``fields`` (structs that gained fields, at any
         depth): one empty append that merges the schema, a metadata-only commit."""
-        schema = pa.schema(self.refresh().schema().to_arrow())
+        schema = self._latest().arrow_schema()
         wider = {f.name: f for f in fields if f.name in schema.names and f.type != schema.field(f.name).type}
         if not wider:
             return
         merged = pa.schema([wider.get(f.name, f) for f in schema])
         write_deltalake(
-            self.table,
+            self._delta_rs(),
             merged.empty_table(),
             mode="append",
             schema_mode="merge",
             partition_by=[PARTITION_COLUMN],
         )
-        self.table.update_incremental()
+        self._latest()
 
     def landed(self, tp: TopicPartition) -> int | None:
         """The last offset of ``tp`` stored in Delta, or None."""
-        return self.refresh().transaction_version(txn_app_id(self.app_id, tp))
+        return self._latest().txns.get(txn_app_id(self.app_id, tp))
 
     def write_files(self, table: pa.Table) -> list[AddAction]:
         """Write ``table`` as one parquet file per partition value; nothing is visible yet."""
@@ -286,33 +306,40 @@ class BronzeWriter:
             # ``columns`` looked for commits by others). Sound either way: the commit can only be
             # the version after it, so a commit that landed since makes the check or the commit
             # fail, and the next attempt reads the table again.
-            if attempt or (self._not_blind and self.table.version() != self._head):
-                self._reload()
+            if attempt:
+                self._latest()
             try:
                 self._refuse_if_moved(landings, fences)
             except FencedError:
                 if attempt == 0:
                     continue  # maybe only what we knew is behind: judge on the newest version
                 raise
-            if self._commit_next(adds, txns, metadata):
-                self._head += 1
-                self._own_txns.update({t.app_id: t.version for t in txns})
-                return self._head
+            version = self._commit_next(adds, txns, metadata)
+            if version is not None:
+                return version
         raise IngestError(
             f"could not commit to {self.path} after {_COMMIT_ATTEMPTS} attempts (heavy contention)"
         )
 
     def _commit_next(
         self, adds: Sequence[AddAction], txns: list[Transaction], metadata: dict[str, str]
-    ) -> bool:
-        """Commit as the version after the newest we know; False when another writer took it."""
+    ) -> int | None:
+        """Commit as the version after the newest we know; None when another writer took it."""
+        version = self.state.version + 1
         if self._not_blind is None:
-            return self.delta_log.append(self._head + 1, adds, txns, metadata, [PARTITION_COLUMN])
+            if self.delta_log.append(version, adds, txns, metadata, [PARTITION_COLUMN]):
+                self.state.committed(version, {t.app_id: t.version for t in txns})
+                return version
+            self._not_blind = self._why_not_blind()
+            return None
+        table = self._delta_rs()
+        if table.version() != self.state.version:
+            return None  # a commit by someone else since the offsets were checked
         try:
-            self.table.create_write_transaction(
+            table.create_write_transaction(
                 list(adds),
                 "append",
-                self.table.schema(),
+                table.schema(),
                 partition_by=[PARTITION_COLUMN],
                 commit_properties=CommitProperties(
                     custom_metadata=metadata, max_commit_retries=0, app_transactions=txns
@@ -321,15 +348,10 @@ class BronzeWriter:
                     create_checkpoint=False, cleanup_expired_logs=False
                 ),
             )
-            return True
         except CommitFailedError:
-            return False
-
-    def _stored(self, app_id: str) -> int | None:
-        """An app transaction's version at the newest version this writer knows."""
-        if app_id in self._own_txns:
-            return self._own_txns[app_id]
-        return self.table.transaction_version(app_id)
+            return None
+        self.state.advance()
+        return version
 
     def _refuse_if_moved(self, landings: dict[TopicPartition, Landing], fences: Sequence[Fence]) -> None:
         """FencedError unless every offset and fence is where this commit expects it.
@@ -338,14 +360,14 @@ class BronzeWriter:
         checked here is what the commit lands on.
         """
         for tp, landing in landings.items():
-            stored = self._stored(txn_app_id(self.app_id, tp))
+            stored = self.state.txns.get(txn_app_id(self.app_id, tp))
             if stored != landing.expected:
                 raise FencedError(
                     f"{tp}: Delta holds offset {stored}, this instance resumed from {landing.expected}; "
                     "another instance landed it, so this batch is dropped"
                 )
         for fence in fences:
-            stored = self._stored(fence.app_id)
+            stored = self.state.txns.get(fence.app_id)
             if stored != fence.expected:
                 raise FencedError(
                     f"{fence.app_id}: Delta holds version {stored}, this commit expected {fence.expected}; "
@@ -374,9 +396,9 @@ def write_part(
     )
 
 
-def _field_column_names(table: DeltaTable) -> list[str]:
+def _field_column_names(schema: pa.Schema) -> list[str]:
     """Bronze's columns of decoded fields (not the service's own), sorted."""
-    return sorted(n for n in pa.schema(table.schema().to_arrow()).names if n not in RESERVED_NAMES)
+    return sorted(n for n in schema.names if n not in RESERVED_NAMES)
 
 
 def _field_numbers(configuration: dict[str, str]) -> FieldNumbers:

@@ -29,10 +29,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from deltalake import DeltaTable, Transaction
+from deltalake import Transaction
 from deltalake.transaction import AddAction
 
 from ingest.core.json_log import log_event
+from ingest.landing.log_state import LogState
 
 # Writer version 4 is changeDataFeed and generatedColumns on top of appendOnly, invariants and
 # checkConstraints (2, 3); an append honours them all when none is declared (checked below) and
@@ -43,15 +44,16 @@ _ENGINE = "gamelake"
 _NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK})
 
 
-def why_not(table: DeltaTable) -> str | None:
-    """Why an append to ``table`` must go through delta-rs, or None when it may be written here."""
-    protocol = table.protocol()
+def why_not(state: LogState) -> str | None:
+    """Why an append to the table must go through delta-rs, or None when it may be written here."""
+    protocol = state.protocol
     if protocol.min_writer_version > _MAX_WRITER_VERSION or protocol.writer_features:
-        return f"writer protocol {protocol.min_writer_version} with features {protocol.writer_features}"
-    constraints = [k for k in table.metadata().configuration if k.startswith("delta.constraints.")]
+        features = list(protocol.writer_features or [])
+        return f"writer protocol {protocol.min_writer_version} with features {features}"
+    constraints = [k for k in state.configuration if k.startswith("delta.constraints.")]
     if constraints:
         return f"check constraints {constraints}"
-    if _declares(json.loads(table.schema().to_json()), ("delta.invariants", "delta.generationExpression")):
+    if _declares(json.loads(state.schema_string), ("delta.invariants", "delta.generationExpression")):
         return "column invariants or generated columns"
     return None
 

@@ -226,7 +226,7 @@ def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -
     failed = {_coordinate(d.record) for d in decoded.dead_letters}
     ok = {_coordinate(r) for r in records} - failed
     if dry_run or not ok:
-        held, fenced = _held_back(settings, writer.refresh(), ok), 0
+        held, fenced = _held_back(settings, writer.snapshot(), ok), 0
     else:
         held, fenced = _land(settings, writer, decoded, ok)
         _stamp(settings, ok)
@@ -291,7 +291,7 @@ def _land(
     """
     app = replay_app_id(writer.app_id)
     for fenced in range(_REPLAY_ATTEMPTS):
-        bronze = writer.refresh()
+        bronze = writer.snapshot()
         fence = bronze.transaction_version(app)
         held = _held_back(settings, bronze, ok)
         rows = _without(decoded.table, held.present | held.in_flight)

@@ -10,7 +10,7 @@ import decimal
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
-from deltalake import DeltaTable, Field
+from deltalake import DeltaTable
 
 from ingest.landing.bronze_writer import STRING_STATS_PREFIX, BronzeWriter, Landing
 from ingest.landing.offsets import TopicPartition
@@ -52,7 +52,7 @@ def _file(part: int, rows: int = 3) -> pa.Table:
 def write_bronze(path) -> None:
     """Three commits of three rows each, by the ingest's own writer."""
     writer = BronzeWriter(path, "app")
-    writer.table.alter.add_columns([Field.from_arrow(f) for f in EXTRA])
+    writer.evolve(list(EXTRA), {})
     last = None
     for part in range(3):
         table = _file(part)
@@ -87,7 +87,7 @@ def test_a_filter_on_any_column_returns_its_rows_and_skips_the_other_files(bronz
 
 def test_string_statistics_are_truncated_prefixes_that_still_bound_every_value(tmp_path):
     writer = BronzeWriter(tmp_path / "bronze", "app")
-    writer.table.alter.add_columns([Field.from_arrow(f) for f in EXTRA])
+    writer.evolve(list(EXTRA), {})
     adds = writer.write_files(_file(0))
     import json
 

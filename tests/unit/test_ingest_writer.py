@@ -37,7 +37,7 @@ def _rows(offsets: list[int]) -> pa.Table:
 
 def test_rows_and_offset_land_in_one_commit(tmp_path):
     writer = BronzeWriter(tmp_path / "bronze", "app")
-    before = writer.table.version()
+    before = writer.state.version
     version = writer.commit(writer.write_files(_rows([0, 1, 2])), {TP: Landing(None, 2)}, {"batch_id": "b1"})
     assert version == before + 1
     assert writer.landed(TP) == 2
@@ -68,7 +68,7 @@ def test_a_lost_commit_race_on_other_partitions_is_retried_with_the_same_files(t
 def test_of_two_writers_that_read_the_same_fence_the_first_lands_and_the_second_lands_nothing(tmp_path):
     first = BronzeWriter(tmp_path / "bronze", "app")
     second = BronzeWriter(tmp_path / "bronze", "app")
-    read = [w.refresh().transaction_version(REPLAY) for w in (first, second)]
+    read = [w.snapshot().transaction_version(REPLAY) for w in (first, second)]
     assert read == [None, None]
     files = [w.write_files(_rows([7, 8])) for w in (first, second)]  # both found 7 and 8 missing
     first.commit(files[0], {}, {}, [Fence(REPLAY, read[0], 0)])
@@ -125,17 +125,17 @@ def test_an_evolution_that_loses_a_race_to_another_writers_evolution_reads_bronz
     service = BronzeWriter(tmp_path / "bronze", "app")
     replay = BronzeWriter(tmp_path / "bronze", "app")
     score, level = pa.field("score", pa.int64()), pa.field("level", pa.int32())
-    refresh = replay.refresh
+    delta_rs = replay._delta_rs
     raced: list[bool] = []
 
     def the_service_evolves_first():
-        table = refresh()
-        if not raced:  # after the replay read the schema, before it adds its columns
+        handle = delta_rs()
+        if not raced:  # after the replay read the table, before its first change commits
             raced.append(True)
             service.evolve([score], {"gamelake.events.GameEvent": {"score": 8}})
-        return table
+        return handle
 
-    monkeypatch.setattr(replay, "refresh", the_service_evolves_first)
+    monkeypatch.setattr(replay, "_delta_rs", the_service_evolves_first)
     replay.evolve([score, level], {"gamelake.events.GameEvent": {"level": 9}})
     known = replay.columns()
     assert raced and {"score", "level"} <= set(known.columns)

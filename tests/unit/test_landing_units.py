@@ -287,8 +287,10 @@ def test_a_record_that_became_a_dead_letter_on_retry_is_written_though_below_the
 def test_bronze_has_the_change_data_feed_on_new_and_existing_tables(tmp_path):
     # silver reads bronze by Delta version through the change data feed: a new bronze table is
     # created with it, and a bronze created before it existed gets it set when the ingest starts
-    fresh = BronzeWriter(tmp_path / "fresh", "app")
-    assert fresh.table.metadata().configuration["delta.enableChangeDataFeed"] == "true"
+    BronzeWriter(tmp_path / "fresh", "app")
+    assert (
+        DeltaTable(str(tmp_path / "fresh")).metadata().configuration["delta.enableChangeDataFeed"] == "true"
+    )
 
     import pyarrow as pa
 

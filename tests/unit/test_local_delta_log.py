@@ -1,5 +1,5 @@
 """Bronze commits written straight into the local _delta_log: what delta-rs reads back, that a
-lone writer does not list the log, and that other writers' commits are seen and never overwritten."""
+lone writer reads no commit again, and that other writers' commits are seen and never overwritten."""
 
 from __future__ import annotations
 
@@ -12,28 +12,31 @@ from ingest.landing import bronze_writer, local_delta_log
 from ingest.landing.bronze_columns import ROWS_KEY
 from ingest.landing.bronze_writer import BronzeWriter, Landing
 from ingest.landing.local_delta_log import why_not
+from ingest.landing.log_state import LogState
 from ingest.landing.offsets import TopicPartition
 from tests.unit.test_ingest_writer import _rows
 
 TP = TopicPartition("events", 0)
 
 
-def _reloads(writer: BronzeWriter, monkeypatch) -> list[int]:
-    """Counts the writer's full reads of the table (each lists all of _delta_log)."""
-    reloads: list[int] = []
-    reload = writer._reload
+def _commits_read(monkeypatch) -> list[int]:
+    """The versions whose commit files the writers' states read (commits by others, mostly)."""
+    read: list[int] = []
+    original = LogState._read_commit
 
-    def counted() -> None:
-        reloads.append(1)
-        reload()
+    def counted(state: LogState, version: int) -> bool:
+        found = original(state, version)
+        if found:
+            read.append(version)
+        return found
 
-    monkeypatch.setattr(writer, "_reload", counted)
-    return reloads
+    monkeypatch.setattr(LogState, "_read_commit", counted)
+    return read
 
 
 def test_a_blind_append_reads_back_through_delta_rs_with_rows_offsets_and_commit_metadata(tmp_path):
     writer = BronzeWriter(tmp_path / "bronze", "app")
-    assert why_not(writer.table) is None
+    assert why_not(writer.state) is None
     rows = _rows([0, 1, 2]).set_column(6, "event_date", pa.array([None, None, None], pa.date32()))
     version = writer.commit(
         writer.write_files(rows), {TP: Landing(None, 2)}, {"batch_id": "b1", ROWS_KEY: "3"}
@@ -48,16 +51,21 @@ def test_a_blind_append_reads_back_through_delta_rs_with_rows_offsets_and_commit
     assert newest["operationParameters"]["mode"] == "Append"
 
 
-def test_a_lone_writer_reads_the_table_again_only_every_reload_interval(tmp_path, monkeypatch):
+def test_a_lone_writer_reads_no_commit_and_opens_no_delta_rs_handle(tmp_path, monkeypatch):
     writer = BronzeWriter(tmp_path / "bronze", "app")
-    reloads = _reloads(writer, monkeypatch)
-    monkeypatch.setattr(bronze_writer, "_RELOAD_EVERY", 10)
+    read = _commits_read(monkeypatch)
+
+    def no_handle(*args, **kwargs):
+        raise AssertionError("a lone writer's batch needs no delta-rs handle")
+
+    monkeypatch.setattr(bronze_writer, "DeltaTable", no_handle)
     for offset in range(25):  # one batch: its columns, then its commit
         writer.columns()
         writer.commit(
             writer.write_files(_rows([offset])), {TP: Landing(offset - 1 if offset else None, offset)}, {}
         )
-    assert len(reloads) == 2  # after commits 10 and 20, not once per batch
+    monkeypatch.undo()
+    assert read == []  # its own commits update its state as they land
     bronze = DeltaTable(str(tmp_path / "bronze"))
     assert bronze.transaction_version("app:events:0") == 24 and bronze.to_pyarrow_table().num_rows == 25
 
@@ -70,13 +78,13 @@ def test_another_writers_commit_is_seen_by_the_next_batch_and_never_overwritten(
     write_deltalake(
         other, merged.empty_table(), mode="append", schema_mode="merge", partition_by=["event_date"]
     )
-    reloads = _reloads(writer, monkeypatch)
-    assert "score" in writer.columns().columns and len(reloads) == 1
+    read = _commits_read(monkeypatch)
+    assert "score" in writer.columns().columns and len(read) == 1
     files = writer.write_files(_rows([1]))
     write_deltalake(other, _rows([50]), mode="append", schema_mode="merge", partition_by=["event_date"])
     version = writer.commit(files, {TP: Landing(0, 1)}, {})  # its next version is taken: read again
     bronze = DeltaTable(str(tmp_path / "bronze"))
-    assert version == bronze.version() and len(reloads) == 2
+    assert version == bronze.version() and len(read) == 2
     assert sorted(bronze.to_pyarrow_table()["_kafka_offset"].to_pylist()) == [0, 1, 50]
 
 
@@ -84,7 +92,7 @@ def test_a_table_with_check_constraints_is_committed_through_delta_rs(tmp_path, 
     writer = BronzeWriter(tmp_path / "bronze", "app")
     DeltaTable(str(tmp_path / "bronze")).alter.add_constraint({"offset_positive": "_kafka_offset >= 0"})
     writer.columns()
-    assert "check constraints" in (why_not(writer.table) or "")
+    assert "check constraints" in (why_not(writer.state) or "")
 
     def no_blind_append(*args, **kwargs):
         raise AssertionError("a constrained table must not take the blind-append path")

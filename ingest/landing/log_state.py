@@ -1,0 +1,167 @@
+"""What a writer needs of a Delta table, read from ``_delta_log`` without the table's files.
+
+A delta-rs handle holds every live file and every tombstone of its table. Bronze's upkeep
+replaces about 15,000 small files an hour at 10,000 events/s, and their tombstones stay in the
+state for an hour (upkeep.TOMBSTONE_HOURS): the service's memory grew by some 40 MB over its
+first hour and stayed there (bench/results/soak.md, 2026-11-25), and that memory is held for
+good once the allocator has it. An append needs none of it: only the protocol, the schema and
+properties, and the app transactions that fence a commit. ``LogState`` reads just those, from
+the newest checkpoint (three of its columns) and the JSON commits after it (only their ``txn``,
+``metaData`` and ``protocol`` lines are parsed), so its size does not depend on the table's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import Schema
+
+from ingest.core.errors import IngestError
+
+_WANTED = ("txn", "metaData", "protocol")
+_WANTED_PREFIXES = tuple(f'{{"{action}"' for action in _WANTED)
+
+
+class UnreadableLogError(IngestError):
+    """The log holds something this reader does not follow (a V2 checkpoint, a missing commit)."""
+
+
+@dataclass(frozen=True)
+class Protocol:
+    min_writer_version: int
+    writer_features: tuple[str, ...] | None
+
+
+@dataclass
+class LogState:
+    """A table's protocol, metadata and app transactions at ``version``."""
+
+    folder: Path
+    version: int = -1
+    protocol: Protocol = Protocol(0, None)
+    configuration: dict[str, str] = field(default_factory=dict)
+    schema_string: str = ""
+    txns: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, table_root: Path) -> LogState:
+        """The state at the newest version: the newest checkpoint, then every commit after it."""
+        state = cls(table_root / "_delta_log")
+        checkpoint = state._checkpoint_version()
+        if checkpoint is not None:
+            state._read_checkpoint(checkpoint)
+        state.advance()
+        if state.version < 0:
+            raise UnreadableLogError(f"{state.folder} holds no commit: {table_root} is not a Delta table")
+        return state
+
+    def advance(self) -> bool:
+        """Apply the commits after ``version``; True when there were any."""
+        start = self.version
+        while self._read_commit(self.version + 1):
+            pass
+        return self.version != start
+
+    def committed(self, version: int, txns: dict[str, int]) -> None:
+        """Our own append, written as ``version``: only its app transactions change the state."""
+        if version != self.version + 1:
+            raise IngestError(f"commit {version} does not follow {self.version} in {self.folder}")
+        self.version = version
+        self.txns.update(txns)
+
+    def behind_checkpoint(self) -> bool:
+        """A checkpoint newer than ``version`` with no commit after ``version``: the log cleanup
+        removed commits this state never read (it was paused for longer than the retention)."""
+        newest = self._checkpoint_version()
+        if newest is None or newest <= self.version:
+            return False
+        return not self._commit_file(self.version + 1).exists()
+
+    def arrow_schema(self) -> pa.Schema:
+        return _arrow_schema(self.schema_string)
+
+    def _commit_file(self, version: int) -> Path:
+        return self.folder / f"{version:020d}.json"
+
+    def _checkpoint_version(self) -> int | None:
+        try:
+            pointer = json.loads((self.folder / "_last_checkpoint").read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as err:
+            raise UnreadableLogError(f"cannot read {self.folder / '_last_checkpoint'}: {err}") from None
+        if "v2Checkpoint" in pointer:
+            raise UnreadableLogError(f"{self.folder} has a V2 checkpoint, which this writer does not read")
+        return int(pointer["version"])
+
+    def _checkpoint_files(self, version: int) -> list[Path]:
+        single = self.folder / f"{version:020d}.checkpoint.parquet"
+        if single.exists():
+            return [single]
+        parts = sorted(self.folder.glob(f"{version:020d}.checkpoint.*.*.parquet"))
+        if not parts:
+            raise UnreadableLogError(
+                f"{self.folder}: _last_checkpoint names version {version}, which has no checkpoint"
+            )
+        return parts
+
+    def _read_checkpoint(self, version: int) -> None:
+        for path in self._checkpoint_files(version):
+            rows = pq.read_table(path, columns=list(_WANTED))
+            for action in _WANTED:
+                column = rows.column(action)
+                for value in column.filter(column.is_valid()).to_pylist():
+                    self._apply(action, value)
+        self.version = version
+
+    def _read_commit(self, version: int) -> bool:
+        try:
+            text = self._commit_file(version).read_text()
+        except FileNotFoundError:
+            return False
+        for line in text.splitlines():
+            stripped = line.lstrip()
+            # Each line holds one action, its name first; only three kinds matter here, and the
+            # thousands of add and remove lines of a compaction are skipped unparsed.
+            if not stripped or (stripped.startswith('{"') and not stripped.startswith(_WANTED_PREFIXES)):
+                continue
+            for action, value in json.loads(stripped).items():
+                if action in _WANTED:
+                    self._apply(action, value)
+        self.version = version
+        return True
+
+    def _apply(self, action: str, value: dict) -> None:
+        if action == "txn":
+            self.txns[value["appId"]] = int(value["version"])
+        elif action == "protocol":
+            features = value.get("writerFeatures")
+            self.protocol = Protocol(int(value["minWriterVersion"]), tuple(features) if features else None)
+        else:
+            self.schema_string = value["schemaString"]
+            self.configuration = dict(_pairs(value.get("configuration")))
+
+
+def _pairs(configuration: dict | list | None) -> list[tuple[str, str]]:
+    """A map as JSON commits write it (an object) or as a checkpoint reads back (pairs)."""
+    if not configuration:
+        return []
+    if isinstance(configuration, dict):
+        return list(configuration.items())
+    return [(key, value) for key, value in configuration]
+
+
+_SCHEMAS: dict[str, pa.Schema] = {}
+
+
+def _arrow_schema(schema_string: str) -> pa.Schema:
+    """The Arrow schema of a ``schemaString``, parsed once per distinct schema."""
+    if schema_string not in _SCHEMAS:
+        if len(_SCHEMAS) > 64:
+            _SCHEMAS.clear()
+        _SCHEMAS[schema_string] = pa.schema(Schema.from_json(schema_string).to_arrow())
+    return _SCHEMAS[schema_string]
