@@ -24,6 +24,7 @@ from ingest.core.errors import IngestError
 
 _WANTED = ("txn", "metaData", "protocol")
 _WANTED_PREFIXES = tuple(f'{{"{action}"' for action in _WANTED)
+_CHECKPOINT_BATCH = 8192  # rows of a checkpoint read at a time
 
 
 class UnreadableLogError(IngestError):
@@ -111,11 +112,14 @@ class LogState:
 
     def _read_checkpoint(self, version: int) -> None:
         for path in self._checkpoint_files(version):
-            rows = pq.read_table(path, columns=list(_WANTED))
-            for action in _WANTED:
-                column = rows.column(action)
-                for value in column.filter(column.is_valid()).to_pylist():
-                    self._apply(action, value)
+            # In batches, on this thread: a whole-file read of three columns of a checkpoint with
+            # 100,000 tombstones left the process 70 MB larger; batches leave it 10 MB larger.
+            parquet = pq.ParquetFile(path)
+            for rows in parquet.iter_batches(_CHECKPOINT_BATCH, columns=list(_WANTED), use_threads=False):
+                for action in _WANTED:
+                    column = rows.column(action)
+                    for value in column.filter(column.is_valid()).to_pylist():
+                        self._apply(action, value)
         self.version = version
 
     def _read_commit(self, version: int) -> bool:
