@@ -10,8 +10,9 @@ on the newest version and retried with the same files. Writers other than the se
 dlq replay``) fence their commits the same way with app transactions of their own (``Fence``).
 
 What the writer knows of the table is a ``LogState``: protocol, schema, properties and app
-transactions, read from ``_delta_log`` without the table's files, so its memory does not grow
-with the table. It reads new commits only when a one-stat check finds a commit by someone else.
+transactions, read from ``_delta_log`` without the table's files (a few MB however large the
+table). Before each batch it looks for the next version's name and ``stat``s
+``_last_checkpoint``, and reads commits only when someone else committed.
 On a local disk it commits blind appends itself (``local_delta_log``): what a batch costs then
 depends neither on ``_delta_log`` nor on the table's files. Schema changes, and commits to a
 table with features a blind append does not honour, go through a delta-rs handle.
@@ -147,7 +148,8 @@ class BronzeWriter:
             ensure_table(path, base, [PARTITION_COLUMN], "game_events", CHANGE_DATA_FEED)
         self.state = LogState.load(path)
         self._not_blind = self._why_not_blind()
-        self._set_properties({**TABLE_CONFIGURATION, **CHANGE_DATA_FEED})
+        # Not TABLE_CONFIGURATION: the upkeep sets the log retention the settings ask for.
+        self._set_properties(CHANGE_DATA_FEED)
         # A bronze created before a service column existed (``_message_type``) gets it now,
         # in a metadata commit of its own; its older rows read null.
         self._add_fields(list(KAFKA_COLUMNS))
@@ -173,27 +175,28 @@ class BronzeWriter:
             self._latest()
 
     def _latest(self) -> LogState:
-        """The state at the newest version: one ``stat`` when nobody else committed."""
+        """The state at the newest version: a look at the next version's name and a ``stat`` of
+        ``_last_checkpoint`` when nobody else committed. The commits after the state first, then
+        the check for commits the log cleanup removed unread (a writer idle past the retention):
+        in that order, one removed while ``advance`` read those before it is caught too, and no
+        blind append can take a cleaned-up version's name."""
+        moved = self.state.advance()
         if self.state.behind_checkpoint():
             self.state = LogState.load(self.path)
-        elif not self.state.advance():
+        elif not moved:
             return self.state
         self._not_blind = self._why_not_blind()
-        if self._not_blind is None:
-            self._handle = None
         return self.state
 
     def _delta_rs(self) -> DeltaTable:
         """A delta-rs handle at the newest version, for what only delta-rs does: schema and
         property changes, and commits to a table with features a blind append does not honour.
-        It holds all the table's files, so it is kept only while commits need it."""
-        if self._handle is not None:
+        It holds the table's files, so a blind append lets it go (``_commit_next``)."""
+        if self._handle is None:
+            self._handle = DeltaTable(str(self.path))
+        else:
             self._handle.update_incremental()
-            return self._handle
-        handle = DeltaTable(str(self.path))
-        if self._not_blind is not None:
-            self._handle = handle
-        return handle
+        return self._handle
 
     def snapshot(self) -> DeltaTable:
         """The table at the newest version this writer knows, which ``commit`` follows."""
@@ -327,10 +330,11 @@ class BronzeWriter:
         """Commit as the version after the newest we know; None when another writer took it."""
         version = self.state.version + 1
         if self._not_blind is None:
+            self._handle = None
             if self.delta_log.append(version, adds, txns, metadata, [PARTITION_COLUMN]):
                 self.state.committed(version, {t.app_id: t.version for t in txns})
                 return version
-            self._not_blind = self._why_not_blind()
+            self._not_blind = self.delta_log.refused  # why_not held: only a refused link is new
             return None
         table = self._delta_rs()
         if table.version() != self.state.version:

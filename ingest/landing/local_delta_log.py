@@ -33,7 +33,7 @@ from deltalake import Transaction
 from deltalake.transaction import AddAction
 
 from ingest.core.json_log import log_event
-from ingest.landing.log_state import LogState
+from ingest.landing.log_state import LogState, commit_path
 
 # Writer version 4 is changeDataFeed and generatedColumns on top of appendOnly, invariants and
 # checkConstraints (2, 3); an append honours them all when none is declared (checked below) and
@@ -76,9 +76,6 @@ class LocalDeltaLog:
         self.folder = table_root / "_delta_log"
         self.refused: str | None = None  # why this filesystem cannot take blind appends, once it said so
 
-    def has(self, version: int) -> bool:
-        return (self.folder / f"{version:020d}.json").exists()
-
     def append(
         self,
         version: int,
@@ -95,7 +92,7 @@ class LocalDeltaLog:
         staged = self.folder / f"_commit_{uuid.uuid4()}.json.tmp"
         staged.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
         try:
-            os.link(staged, self.folder / f"{version:020d}.json")
+            os.link(staged, commit_path(self.folder, version))
             return True
         except FileExistsError:
             return False

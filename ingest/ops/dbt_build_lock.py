@@ -34,14 +34,14 @@ def holding_build_lock(tables_dir: Path, job: str) -> Iterator[None]:
         yield
         return
     holder = f"{job}-{uuid.uuid4()}"
-    _take(DeltaTable(str(path)), holder)
+    _take(DeltaTable(str(path)), holder, job)
     try:
         yield
     finally:
         DeltaTable(str(path)).delete(f"holder = '{holder}'")
 
 
-def _take(table: DeltaTable, holder: str) -> None:
+def _take(table: DeltaTable, holder: str, job: str) -> None:
     schema = pa.schema(table.schema().to_arrow())
     wanted = pa.table({"name": ["build"], "holder": [holder], "taken_at": [dt.datetime.now(dt.UTC)]}).cast(
         schema
@@ -52,13 +52,22 @@ def _take(table: DeltaTable, holder: str) -> None:
     table.update_incremental()
     held = table.to_pyarrow_table(filters=[("name", "=", "build")]).to_pylist()
     if not held or held[0]["holder"] != holder:
-        who = (
-            f"invocation {held[0]['holder']}, since {held[0]['taken_at']:%Y-%m-%d %H:%M:%S} UTC"
-            if held
-            else "unknown"
+        raise MigrationError(_held_by_another(held[0] if held else None, job))
+
+
+def _held_by_another(held: dict | None, job: str) -> str:
+    release = "`dbt run-operation gamelake_release_build_lock --args '{force: true}'`"
+    if held is None:
+        return f"the build lock is held by an unknown holder; nothing was changed. Release it with {release}"
+    since = f"since {held['taken_at']:%Y-%m-%d %H:%M:%S} UTC"
+    if str(held["holder"]).startswith(f"{job}-"):
+        # Its ``finally`` did not run (SIGKILL, out of memory): only an operator knows it is dead.
+        return (
+            f"another run of {job} ({held['holder']}, {since}) holds the build lock; nothing was "
+            f"changed. If that run was killed, release its lock with {release}, then run this again"
         )
-        raise MigrationError(
-            f"a dbt build ({who}) is writing silver and gold: wait for it to end, then run this "
-            "again; nothing was changed. If that build crashed, release its lock with `dbt "
-            "run-operation gamelake_release_build_lock --args '{force: true}'`"
-        )
+    return (
+        f"a dbt build (invocation {held['holder']}, {since}) is writing silver and gold: wait for it "
+        f"to end, then run this again; nothing was changed. If that build crashed, release its lock "
+        f"with {release}"
+    )

@@ -51,6 +51,7 @@ from ingest.ops.table_rewrite import (
     Tally,
     commit_rewrite,
     remove,
+    remove_uncommitted,
     rewrite_files,
     rewrite_version,
     table_files,
@@ -110,7 +111,7 @@ def _migrate(
     files = table_files(table)
     tally = Tally(sum(f.rows for f in files) + sum(r.rows for r in silver), progress)
     staged = _stage(path, table, files, plan, silver, contract, tally, dry_run)
-    summary["silver"] = {r.reader.name: s.summary for r, s in zip(silver, staged, strict=False)}
+    summary["silver"] = {r.reader.name: s.summary for r, s in zip(silver, staged[:-1], strict=True)}
     summary["rows_rewritten"] = sum(f.rows for f in files)
     summary["files_rewritten"] = len(files)
     if dry_run:
@@ -157,13 +158,13 @@ def _commit_all(
     """Each silver table's commit, then bronze's (staged last); what is not committed is removed."""
     try:
         _refuse_if_bronze_moved(table)
-        for rewrite, done in zip(silver, staged, strict=False):
+        for rewrite, done in zip(silver, staged[:-1], strict=True):
             silver_summary[rewrite.reader.name].update(commit_silver(rewrite, done))
         txns = app_transactions(table, app_id)
         version = commit_rewrite(staged[-1], txns, "the ingest service")
     except BaseException:
         for done in staged:
-            remove(done.root, done.adds)
+            remove_uncommitted(done)
         raise
     return {"version": version, "app_transactions_kept": len(txns)}
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
+from ingest.landing.log_state import commit_path
 from ingest.landing.table_properties import with_properties
 
 MARK = "gamelake.bronze_version"
@@ -58,7 +59,7 @@ def inserting_versions(path: Path, after: int, upto: int) -> list[int]:
     FileNotFoundError when the log no longer holds one of them."""
     found = []
     for version in range(after + 1, upto + 1):
-        commit = path / "_delta_log" / f"{version:020}.json"
+        commit = commit_path(path / "_delta_log", version)
         if not commit.exists():
             raise FileNotFoundError(f"{commit} (the log was cleaned up to a checkpoint)")
         for line in commit.read_text().splitlines():

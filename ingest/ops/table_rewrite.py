@@ -146,6 +146,16 @@ def rewrite_version(table: DeltaTable) -> int | None:
     return None
 
 
+def remove_uncommitted(staged: Staged) -> None:
+    """Remove the staged files that the table's newest version does not reference. After a
+    failure other than a refused commit (an interrupt as the commit returns) the commit may have
+    landed: its files are then the table's, and removing them would break it."""
+    if not staged.adds:
+        return
+    live = set(DeltaTable(str(staged.root)).get_add_actions(flatten=True).column("path").to_pylist())
+    remove(staged.root, [add for add in staged.adds if add.path not in live])
+
+
 def remove(root: Path, adds: list[AddAction]) -> None:
     for add in adds:
         (root / add.path).unlink(missing_ok=True)

@@ -121,3 +121,35 @@ def test_a_filesystem_without_hard_links_switches_the_writer_to_delta_rs_and_los
     bronze = DeltaTable(str(tmp_path / "bronze"))
     assert sorted(bronze.to_pyarrow_table()["_kafka_offset"].to_pylist()) == [0, 1, 2, 3]
     assert bronze.transaction_version("app:events:0") == 3
+
+
+def test_commits_the_log_cleanup_removes_while_the_writer_reads_them_never_lose_a_batch(
+    tmp_path, monkeypatch
+):
+    writer = BronzeWriter(tmp_path / "bronze", "app")
+    writer.commit(writer.write_files(_rows([0])), {TP: Landing(None, 0)}, {})
+    idle_at = writer.state.version
+    other = DeltaTable(str(tmp_path / "bronze"))
+    for offset in (50, 51, 52, 53):  # another writer, while this one is idle
+        write_deltalake(
+            other, _rows([offset]), mode="append", schema_mode="merge", partition_by=["event_date"]
+        )
+    other.update_incremental()
+    other.create_checkpoint()
+    log = tmp_path / "bronze" / "_delta_log"
+    read_commit = LogState._read_commit
+
+    def cleanup_runs_during_the_read(state: LogState, version: int) -> bool:
+        found = read_commit(state, version)
+        if version == idle_at + 1:  # it removes the next ones, covered by the checkpoint
+            for gone in (idle_at + 2, idle_at + 3):
+                (log / f"{gone:020d}.json").unlink()
+        return found
+
+    monkeypatch.setattr(LogState, "_read_commit", cleanup_runs_during_the_read)
+    files = writer.write_files(_rows([1]))
+    version = writer.commit(files, {TP: Landing(0, 1)}, {})
+    monkeypatch.undo()
+    assert version == idle_at + 5  # after the checkpoint's version, not a removed one's name
+    bronze = DeltaTable(str(tmp_path / "bronze"))
+    assert sorted(bronze.to_pyarrow_table()["_kafka_offset"].to_pylist()) == [0, 1, 50, 51, 52, 53]

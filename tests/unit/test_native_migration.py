@@ -152,6 +152,32 @@ def test_a_text_that_cannot_be_read_back_aborts_naming_the_column_and_changes_no
     assert pa.schema(DeltaTable(str(path)).schema().to_arrow()).field("loadout").type == pa.string()
 
 
+def test_an_interrupt_as_the_commit_returns_keeps_every_file_the_table_now_references(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "bronze"
+    sent = matches(1, 12, seed=10)
+    _old_bronze(path, sent)
+    commit = DeltaTable.create_write_transaction
+
+    def interrupted_as_it_returns(self, *args, **kwargs):
+        commit(self, *args, **kwargs)
+        raise KeyboardInterrupt  # Ctrl-C after the commit landed, before the job knew it
+
+    monkeypatch.setattr(DeltaTable, "create_write_transaction", interrupted_as_it_returns)
+    with pytest.raises(KeyboardInterrupt):
+        migrate(path, _Registry(), "app")
+    monkeypatch.undo()
+
+    after = DeltaTable(str(path))
+    assert all(
+        (path / uri).exists() for uri in after.get_add_actions(flatten=True).column("path").to_pylist()
+    )
+    assert sorted(r["event_id"] for r in after.to_pyarrow_table().to_pylist()) == sorted(
+        m.event_id for m in sent
+    )
+
+
 def test_a_missing_table_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no bronze table"):
         migrate(tmp_path / "nowhere", _Registry(), "app")

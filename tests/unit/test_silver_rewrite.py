@@ -208,6 +208,24 @@ def test_a_running_dbt_build_stops_the_job_and_the_lock_is_released_after(tmp_pa
     assert DeltaTable(str(lock)).to_pyarrow_table().num_rows == 0, "released"
 
 
+def test_a_killed_run_s_lock_is_named_as_this_job_s_with_how_to_release_it(tmp_path: Path) -> None:
+    bronze, tables, _, silver, _ = _setup(tmp_path, count=4)
+    lock = tables / "silver.db" / "gamelake_build_lock"
+    killed = "migrate-native-types-5b1e"  # its ``finally`` never ran
+    held = pa.table(
+        {"name": ["build"], "holder": [killed], "taken_at": pa.array([0], pa.timestamp("us", tz="UTC"))}
+    )
+    write_deltalake(str(lock), held)
+    versions = [DeltaTable(str(t)).version() for t in (bronze, silver)]
+
+    with pytest.raises(MigrationError) as raised:
+        migrate(bronze, _Registry(), "app", tables_dir=tables)
+    assert [DeltaTable(str(t)).version() for t in (bronze, silver)] == versions
+    message = str(raised.value)
+    assert f"another run of migrate-native-types ({killed}" in message and "dbt build" not in message
+    assert "gamelake_release_build_lock --args '{force: true}'" in message
+
+
 def test_a_rerun_after_a_crash_between_bronze_and_its_readers_marks_moves_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
