@@ -20,7 +20,7 @@ FRESH_RATE ?= 20000
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer bench-decode docs docs-serve lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer bench-memory bench-decode docs docs-serve lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -112,6 +112,9 @@ bench-decode: setup ## Decode CPU per event, nested studio schema against the fl
 
 bench-writer: setup ## Measure the bronze writer: delta-rs vs Spark on the same batches (bench/results/writer_choice.md)
 	$(BIN)/python -m bench.writer_choice
+
+bench-memory: setup ## What a writer of bronze keeps in memory against the tombstones in its checkpoint (bench/results/writer_memory.md)
+	$(BIN)/python -m bench.writer_memory
 
 docs: setup ## Generate the dbt docs site (target/), tests hidden from the default lineage graph
 	$(BIN)/dbt docs generate

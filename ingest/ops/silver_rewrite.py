@@ -32,6 +32,7 @@ from ingest.ops.reader_marks import Reader, has_read_all, inserting_versions
 from ingest.ops.table_rewrite import (
     Convert,
     Staged,
+    TableFile,
     Tally,
     commit_rewrite,
     rewrite_files,
@@ -48,10 +49,11 @@ class SilverRewrite:
     reader: Reader
     columns: dict[str, str]  # its column -> the bronze column it passes through, for each converted
     golds: list[GoldReader]
+    files: list[TableFile]  # listed once: for the progress total, then for the rewrite
 
     @property
     def rows(self) -> int:
-        return sum(f.rows for f in table_files(self.reader.table))
+        return sum(f.rows for f in self.files)
 
 
 def silver_rewrites(
@@ -73,7 +75,7 @@ def silver_rewrites(
         slug = _slug(reader)
         golds = gold_readers(tables_dir, slug) if slug else []
         _refuse_unless_read(reader, golds)
-        rewrites.append(SilverRewrite(reader, columns, golds))
+        rewrites.append(SilverRewrite(reader, columns, golds, table_files(reader.table)))
     return rewrites
 
 
@@ -100,7 +102,7 @@ def convert_silver(
     converted = {name: plan.new_types[bronze] for name, bronze in rewrite.columns.items()}
     new_schema = pa.schema([pa.field(f.name, converted[f.name]) if f.name in converted else f for f in old])
     target = pa.schema([f for f in new_schema if f.name != PARTITION_COLUMN])
-    files = table_files(table)
+    files = rewrite.files
     adds = rewrite_files(path, files, _converter(rewrite, plan, contract, target), tally, dry_run)
     summary = {
         "rows_rewritten": sum(f.rows for f in files),
