@@ -153,7 +153,7 @@ def log_files(counts: list[int], commits: int) -> list[str]:
         "service commits since blind appends go straight into `_delta_log`",
         "",
         "| extra entries in `_delta_log` | delta-rs ms per commit (median) "
-        "| bronze writer ms per batch (median) | bronze writer ms per batch (mean, with its reloads) |",
+        "| bronze writer ms per batch (median) | bronze writer ms per batch (mean) |",
         "|---:|---:|---:|---:|",
         *rows,
     ]
