@@ -1,5 +1,4 @@
-"""Blind appends written straight into a local table's ``_delta_log``, and a one-stat check for
-commits by other writers.
+"""Blind appends written straight into a local table's ``_delta_log``.
 
 On a local disk delta-rs 1.6.6 lists every entry of ``_delta_log`` for each refresh and twice
 for each commit (the object_store crate's local listing walks the whole folder, even from an
@@ -7,10 +6,11 @@ offset). A bronze batch's cost therefore grew with ``log_retention_hours``: 2.2 
 +0.27 s per batch at the 48-hour default and 10,000 events/s (bench/results/commit_cost.md).
 
 A blind append needs no listing. Delta makes each version exist once, created with
-put-if-absent, so a writer that holds the state at version N learns whether anyone else has
-committed with one ``stat`` of N+1, and commits N+1 itself by linking a finished file to that
-name, which fails if it exists: the mutual exclusion delta-rs itself uses on a local disk. What
-is written is the same commit delta-rs writes for an append: commitInfo, app transactions, adds.
+put-if-absent, so a writer that holds the state at version N (``log_state.LogState``) learns
+whether anyone else has committed by looking for N+1, and commits N+1 itself by linking a
+finished file to that name, which fails if it exists: the mutual exclusion delta-rs itself uses
+on a local disk. What is written is the same commit delta-rs writes for an append: commitInfo,
+app transactions, adds.
 
 Only tables whose protocol asks nothing more of an append than that take this path (``why_not``):
 a table upgraded by another engine (deletion vectors, row tracking, constraints) is committed
