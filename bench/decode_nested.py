@@ -2,15 +2,19 @@
 
     python -m bench.decode_nested [--events 50000] [--repeats 5]
 
-The same decoder the service runs (``Decoder.decode``: framing, parse, every column to Arrow)
-decodes ``--events`` records of each schema, ``--repeats`` times; the fastest run of each
-counts (CPU seconds of this process, ``time.process_time``). Nested: tests/protos/studio v1,
-a foreign producer's match with a struct, arrays, maps of scalars and of structs, a oneof,
-optional, enum, bytes, uint64, Timestamp, Duration, wrappers, a recursive message and a Struct
-(two thirds of the records with most fields set, one third empty). Flat: the demo's
-``GameEvent`` v4, 15 scalar fields and a Timestamp. The schemas are built in process as the
-registry client builds them (a registry lookup happens once per schema id, not per event).
-Results are printed and appended, with machine and date, to bench/results/decode_nested.md.
+The same decoder the service runs (``Decoder.decode``: framing, upb's parse, which decides what
+is valid, every column to Arrow) decodes ``--events`` records of each schema, ``--repeats``
+times; the fastest run of each counts (CPU seconds of this process, ``time.process_time``).
+Each schema is decoded twice: on the native path (ptars reads the columns; the service's) and
+on the upb path (each field read through Python; what the service falls back to).
+
+Nested: tests/protos/studio v1, a foreign producer's match with a struct, arrays, maps of
+scalars and of structs, a oneof, optional, enum, bytes, uint64, Timestamp, Duration, wrappers,
+a recursive message and a Struct (two thirds of the records with most fields set, one third
+empty). Flat: the demo's ``GameEvent`` v4, 15 scalar fields and a Timestamp. The schemas are
+built in process as the registry client builds them (a registry lookup happens once per
+schema id, not per event). Results are printed and appended, with machine and date, to
+bench/results/decode_nested.md.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from ingest.dev.demo_schemas import load_version
 from ingest.dev.producer.datagen import EventGenerator
 from ingest.landing import wire_format
 from ingest.landing.decode import Decoder
+from ingest.landing.proto_arrow import RECURSION_LIMIT
 from ingest.landing.registry import build_schema
 from ingest.landing.schema_guard import ColumnRegistry
 from tests.studio_schema import matches, studio_schema
@@ -81,20 +86,25 @@ def _best_cpu(run: Callable[[], object], repeats: int) -> float:
     return best
 
 
-def measure(events: int, repeats: int) -> dict[str, dict[str, float]]:
+def measure(events: int, repeats: int, native: bool) -> dict[str, dict[str, float]]:
+    """Per schema: CPU per event of ``Decoder.decode``, with the native reader (the service's
+    path) or with it switched off (the upb path, which reads each field through Python)."""
     decoder = Decoder(_Schemas(), 0, 0.0)
     found = {}
     for name, schema_id, payloads in [
         ("flat (GameEvent v4)", FLAT_ID, _flat_payloads(events)),
         ("nested (studio Match v1)", NESTED_ID, [m.SerializeToString() for m in matches(1, events, seed=9)]),
     ]:
+        plan = decoder.plan(schema_id, (0,))
+        assert plan.native is not None, f"{name} has no native reader"
+        if not native:
+            plan.native = None
         records = _records(schema_id, payloads)
         first = decoder.decode(records, ColumnRegistry())  # warm: the plan is built once per id
         assert first.table is not None and not first.dead_letters, first.dead_letters[:1]
         seconds = _best_cpu(lambda records=records: decoder.decode(records, ColumnRegistry()), repeats)
-        plan = decoder.plan(schema_id, (0,))
         parse = _best_cpu(lambda payloads=payloads, plan=plan: plan.parse(payloads), repeats)
-        found[name] = {
+        found[f"{name}, {'native' if native else 'upb'} path"] = {
             "us_per_event": seconds / events * 1e6,
             "parse_us": parse / events * 1e6,
             "events_per_s": events / seconds,
@@ -106,7 +116,7 @@ def measure(events: int, repeats: int) -> dict[str, dict[str, float]]:
 
 
 def per_column(events: int) -> dict[str, float]:
-    """CPU µs per event of reading each top-level column of the nested schema (parsed once)."""
+    """Upb path: CPU µs per event of reading each top-level column of the nested schema."""
     plan = Decoder(_Schemas(), 0, 0.0).plan(NESTED_ID, (0,))
     messages, _, _ = plan.parse([m.SerializeToString() for m in matches(1, events, seed=9)])
     plan.columns_of(messages)  # upb materialises a message's fields on first access: not a column's cost
@@ -116,6 +126,32 @@ def per_column(events: int) -> dict[str, float]:
         column.read(messages)
         found[column.name] = (time.process_time() - started) / events * 1e6
     return found
+
+
+def native_parts(events: int, repeats: int) -> dict[str, float]:
+    """Native path, nested schema: CPU µs per event of ptars's read and of the whole reader
+    (ptars, then casts, oneof cases and JSON text); the JSON text alone is their difference
+    with the same reader on a schema without the JSON-text fields' values."""
+    plan = Decoder(_Schemas(), 0, 0.0).plan(NESTED_ID, (0,))
+    assert plan.native is not None
+    payloads = [m.SerializeToString() for m in matches(1, events, seed=9)]
+    stripped = [_without_json_text(m).SerializeToString() for m in matches(1, events, seed=9)]
+    native = plan.native
+    return {
+        "ptars": _best_cpu(lambda: native.read_batch(payloads), repeats) / events * 1e6,
+        "reader": _best_cpu(lambda: native.columns(payloads), repeats) / events * 1e6,
+        "reader without JSON text": _best_cpu(lambda: native.columns(stripped), repeats) / events * 1e6,
+    }
+
+
+def _without_json_text(match):
+    """The match with its Struct cleared and its tree cut at the recursion limit."""
+    match.ClearField("extra")
+    node = match.tree
+    for _ in range(RECURSION_LIMIT - 1):
+        node = node.child
+    node.ClearField("child")
+    return match
 
 
 def _leaf_values(table) -> int:
@@ -138,7 +174,12 @@ def _leaf_values(table) -> int:
 
 
 def _record(
-    found: dict[str, dict[str, float]], columns: dict[str, float], events: int, repeats: int, ratio: float
+    found: dict[str, dict[str, float]],
+    parts: dict[str, float],
+    columns: dict[str, float],
+    events: int,
+    repeats: int,
+    ratio: float,
 ) -> str:
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [
@@ -158,15 +199,22 @@ def _record(
             f"{row['us_per_event']:.2f} | {row['parse_us']:.2f} | {row['events_per_s']:,.0f} | "
             f"{row['us_per_event'] / row['leaves']:.2f} |"
         )
-    flat, nested = found.values()
+    rows = list(found.values())
+    flat, nested = rows[0], rows[1]
+    upb_ratio = rows[3]["us_per_event"] / rows[2]["us_per_event"]
     per_leaf = (nested["us_per_event"] / nested["leaves"]) / (flat["us_per_event"] / flat["leaves"])
     verdict = "met" if ratio <= TARGET else "missed"
     lines += [
         "",
-        f"Nested / flat CPU per event: {ratio:.2f}x (target {TARGET}x: {verdict}); "
-        f"per leaf value: {per_leaf:.2f}x.",
+        f"Nested / flat CPU per event on the native path (the service's): {ratio:.2f}x "
+        f"(target {TARGET}x: {verdict}); per leaf value: {per_leaf:.2f}x. On the upb path: {upb_ratio:.2f}x.",
         "",
-        "Nested, CPU µs per event by column (after the messages' first field access): "
+        "Native path, nested, CPU µs per event: "
+        + ", ".join(f"{name} {us:.2f}" for name, us in parts.items())
+        + f"; so JSON text (the Struct and the tree past the recursion limit) "
+        f"{parts['reader'] - parts['reader without JSON text']:.2f}.",
+        "",
+        "Upb path, nested, CPU µs per event by column (after the messages' first field access): "
         + ", ".join(f"{name} {us:.2f}" for name, us in sorted(columns.items(), key=lambda kv: -kv[1])),
         "",
     ]
@@ -180,10 +228,12 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    found = measure(args.events, args.repeats)
+    found = measure(args.events, args.repeats, native=True)
     flat, nested = found.values()
     ratio = nested["us_per_event"] / flat["us_per_event"]
-    section = _record(found, per_column(args.events), args.events, args.repeats, ratio)
+    found |= measure(args.events, args.repeats, native=False)
+    parts = native_parts(args.events, args.repeats)
+    section = _record(found, parts, per_column(args.events), args.events, args.repeats, ratio)
     print(section)
     if not RESULTS.exists():
         RESULTS.write_text(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf import message_factory
+from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
 from ingest.core.errors import (
@@ -41,9 +43,12 @@ from ingest.landing.bronze_columns import (
     json_era_column,
     message_columns,
 )
+from ingest.landing.native_decode import NativeReader
 from ingest.landing.proto_arrow import landed_as_json_before_native_types
 from ingest.landing.registry import RegistryClient, UnknownSchemaId, lookup_with_retry
 from ingest.landing.schema_guard import ColumnRegistry, FieldNumbers
+
+log = logging.getLogger(__name__)
 
 
 class KafkaRecord(Protocol):
@@ -141,6 +146,7 @@ class Plan:
     schema_id: int
     message_class: type[Message]
     columns: list[FieldColumn]
+    native: NativeReader | None = None  # None: the upb path reads every group
 
     @property
     def message_type(self) -> str:
@@ -165,6 +171,16 @@ class Plan:
             except Exception as err:  # upb raises DecodeError, RuntimeWarning-like errors vary by runtime
                 bad.append((i, f"invalid protobuf for {self.message_class.DESCRIPTOR.full_name}: {err}"))
         return messages, good, bad
+
+    def native_columns(self, payloads: list[bytes]) -> dict[str, pa.Array] | None:
+        """The columns read by ptars, or None where it refuses a payload upb accepted (rare: a
+        map entry without its value), so the upb path reads them."""
+        if self.native is None:
+            return None
+        try:
+            return self.native.columns(payloads)
+        except Exception:
+            return None
 
     def columns_of(self, messages: list[Message]) -> dict[str, pa.Array]:
         """One Arrow array per column, each read over all messages at once (proto_arrow.py)."""
@@ -229,16 +245,14 @@ class Decoder:
                 f"schema id {schema_id} has no message at path {list(indexes)}: {err}"
             ) from None
         try:
-            plan = Plan(
-                schema_id,
-                message_factory.GetMessageClass(descriptor),
-                message_columns(descriptor),
-            )
+            columns = message_columns(descriptor)
+            plan = Plan(schema_id, message_factory.GetMessageClass(descriptor), columns)
         except Exception as err:  # a type the runtime cannot make a class or a column of
             raise SchemaBuildError(
                 f"schema id {schema_id} message {descriptor.full_name} cannot be built: "
                 f"{type(err).__name__}: {err}"
             ) from None
+        plan.native = _native_reader(descriptor, columns)
         self._plans[key] = plan
         return plan
 
@@ -304,11 +318,16 @@ class Decoder:
         self, plan: Plan, payloads: list[bytes], positions: list[int], kafka: KafkaColumns
     ) -> tuple[pa.Table | None, list[tuple[int, MessageError]]]:
         """One schema's rows, and (record position, error) for each record that cannot land."""
+        # upb's parse decides what is valid protobuf (ptars accepts some malformed unknown
+        # fields that upb refuses); the native reader then builds the columns in Rust.
         messages, good, bad = plan.parse(payloads)
         failed: list[tuple[int, MessageError]] = [(positions[p], DecodeError(reason)) for p, reason in bad]
         if not messages:
             return None, failed
         kept = positions if not bad else [positions[p] for p in good]
+        columns = plan.native_columns(payloads if not bad else [payloads[p] for p in good])
+        if columns is not None:
+            return self._assemble(plan, columns, kafka.columns(plan, kept)), failed
         try:
             return self._table(plan, messages, kafka.columns(plan, kept)), failed
         except Exception:  # some message's values cannot be read: find which, one at a time
@@ -323,9 +342,12 @@ class Decoder:
                 )
         return (pa.concat_tables(tables, promote_options="default") if tables else None), failed
 
+    @classmethod
+    def _table(cls, plan: Plan, messages: list[Message], kafka: dict[str, pa.Array]) -> pa.Table:
+        return cls._assemble(plan, plan.columns_of(messages), kafka)
+
     @staticmethod
-    def _table(plan: Plan, messages: list[Message], kafka: dict[str, pa.Array]) -> pa.Table:
-        columns = plan.columns_of(messages)
+    def _assemble(plan: Plan, columns: dict[str, pa.Array], kafka: dict[str, pa.Array]) -> pa.Table:
         event_time = columns.get(EVENT_TIME_FIELD)
         if event_time is None or event_time.type != TIMESTAMP:
             event_time = kafka["_kafka_timestamp"]
@@ -339,6 +361,16 @@ class Decoder:
             [*arrays, *(kafka[f.name] for f in kafka_fields), date],
             schema=pa.schema([*fields, *kafka_fields, pa.field(PARTITION_COLUMN, pa.date32())]),
         )
+
+
+def _native_reader(descriptor: Descriptor, columns: list[FieldColumn]) -> NativeReader | None:
+    """The native reader of a message type, or None where the landing schema cannot mirror it
+    (groups, editions, a type ptars refuses): the upb path lands those alone, as before."""
+    try:
+        return NativeReader(descriptor, columns)
+    except Exception as err:
+        log.info("%s decodes on the upb path: %s: %s", descriptor.full_name, type(err).__name__, err)
+        return None
 
 
 @contextlib.contextmanager

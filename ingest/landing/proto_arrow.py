@@ -111,10 +111,14 @@ _NANOS = attrgetter("nanos")
 def _micros(messages: list[Any]) -> pa.Array:
     seconds = pa.array(list(map(_SECONDS, messages)), pa.int64())
     nanos = pa.array(list(map(_NANOS, messages)), pa.int64())
-    # Floor toward minus infinity, so -1 ns is -1 us, like the timestamp it stands for.
-    return pc.add(
-        pc.multiply(seconds, 1_000_000), pc.floor(pc.divide(nanos.cast(pa.float64()), 1000)).cast(pa.int64())
-    )
+    return micros(seconds, nanos)
+
+
+def micros(seconds: pa.Array, nanos: pa.Array) -> pa.Array:
+    """Timestamp or Duration fields -> microseconds, floored toward minus infinity, so -1 ns is
+    -1 us, like the instant it stands for."""
+    sub = pc.floor(pc.divide(nanos.cast(pa.float64()), 1000)).cast(pa.int64())
+    return pc.add(pc.multiply(seconds.cast(pa.int64()), 1_000_000), sub)
 
 
 class Timestamp(Converter):
@@ -151,8 +155,9 @@ class JsonText(Converter):
 
     arrow_type = pa.string()
 
-    def __init__(self, full_name: str) -> None:
-        self._render = _DYNAMIC.get(full_name, _message_json)
+    def __init__(self, message: Descriptor) -> None:
+        self.message = message  # the type rendered, e.g. google.protobuf.Struct
+        self._render = _DYNAMIC.get(message.full_name, _message_json)
 
     def convert(self, values: list[Any], present: Mask = None) -> pa.Array:
         render = self._render
@@ -390,7 +395,7 @@ def _single(field: FieldDescriptor, ancestors: tuple[str, ...]) -> Converter:
     if name in WRAPPERS:
         return Wrapper(SCALARS[WRAPPERS[name]])
     if name in JSON_TYPES or not message.fields or ancestors.count(name) >= RECURSION_LIMIT:
-        return JsonText(name)
+        return JsonText(message)
     return Struct(name, message_fields(message, ancestors))
 
 

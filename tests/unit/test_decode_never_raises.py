@@ -20,68 +20,9 @@ from ingest.landing import wire_format
 from ingest.landing.decode import Decoder
 from ingest.landing.registry import RegistryClient, build_schema
 from ingest.landing.schema_guard import ColumnRegistry
+from tests.random_schemas import schemas
 
 F = descriptor_pb2.FieldDescriptorProto
-SCALARS = [
-    F.TYPE_DOUBLE, F.TYPE_FLOAT, F.TYPE_INT64, F.TYPE_UINT64, F.TYPE_INT32, F.TYPE_FIXED64,
-    F.TYPE_FIXED32, F.TYPE_BOOL, F.TYPE_STRING, F.TYPE_BYTES, F.TYPE_UINT32, F.TYPE_SFIXED32,
-    F.TYPE_SFIXED64, F.TYPE_SINT32, F.TYPE_SINT64,
-]  # fmt: skip
-WELL_KNOWN = {  # type name -> the file that defines it
-    ".google.protobuf.Timestamp": "google/protobuf/timestamp.proto",
-    ".google.protobuf.Duration": "google/protobuf/duration.proto",
-    ".google.protobuf.Any": "google/protobuf/any.proto",
-    ".google.protobuf.Struct": "google/protobuf/struct.proto",
-    ".google.protobuf.StringValue": "google/protobuf/wrappers.proto",
-    ".google.protobuf.Int64Value": "google/protobuf/wrappers.proto",
-}
-KINDS = ["scalar", "repeated", "enum", "nested", "map", "well_known", "oneof"]
-
-
-@st.composite
-def schemas(draw) -> descriptor_pb2.FileDescriptorProto:
-    """A valid proto3 file: one message with random fields of every kind."""
-    file = descriptor_pb2.FileDescriptorProto(name="random/event.proto", package="rnd", syntax="proto3")
-    message = file.message_type.add(name="Event")
-    enum = message.enum_type.add(name="Color")
-    for number, name in enumerate(["RED", "GREEN"]):
-        enum.value.add(name=name, number=number)
-    inner = message.nested_type.add(name="Inner")
-    inner.field.add(name="x", number=1, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
-    kinds = draw(st.lists(st.sampled_from(KINDS), min_size=1, max_size=8))
-    for number, kind in enumerate(kinds, start=1):
-        _add_field(draw, file, message, f"f{number}", number, kind)
-    return file
-
-
-def _add_field(draw, file, message, name: str, number: int, kind: str) -> None:
-    field = message.field.add(name=name, number=number, label=F.LABEL_OPTIONAL)
-    if kind in ("scalar", "repeated", "oneof"):
-        field.type = draw(st.sampled_from(SCALARS))
-        if kind == "repeated":
-            field.label = F.LABEL_REPEATED
-        if kind == "oneof":
-            field.oneof_index = len(message.oneof_decl)
-            message.oneof_decl.add(name=f"choice{number}")
-    elif kind == "enum":
-        field.type, field.type_name = F.TYPE_ENUM, ".rnd.Event.Color"
-    elif kind == "nested":
-        field.type, field.type_name = F.TYPE_MESSAGE, ".rnd.Event.Inner"
-    elif kind == "map":
-        entry = message.nested_type.add(name=f"F{number}Entry")
-        entry.options.map_entry = True
-        entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
-        entry.field.add(name="value", number=2, type=F.TYPE_INT64, label=F.LABEL_OPTIONAL)
-        field.type, field.type_name, field.label = (
-            F.TYPE_MESSAGE,
-            f".rnd.Event.F{number}Entry",
-            F.LABEL_REPEATED,
-        )
-    else:
-        type_name = draw(st.sampled_from(sorted(WELL_KNOWN)))
-        field.type, field.type_name = F.TYPE_MESSAGE, type_name
-        if WELL_KNOWN[type_name] not in file.dependency:
-            file.dependency.append(WELL_KNOWN[type_name])  # no reference: the runtime supplies it
 
 
 _VALUES = {
@@ -98,7 +39,12 @@ def _filled(message):
     for field in message.DESCRIPTOR.fields:
         value = _VALUES.get(field.type, 7)
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            getattr(message, field.name)["k"] = 7
+            if field.message_type.fields_by_name["value"].message_type is None:
+                getattr(message, field.name)["k"] = 7
+            else:
+                getattr(message, field.name)["k"].SetInParent()
+        elif field.message_type is not None and field.is_repeated:
+            getattr(message, field.name).add()
         elif field.message_type is not None and field.message_type.full_name == "google.protobuf.Any":
             getattr(message, field.name).type_url = "type.googleapis.com/studio.Unknown"
         elif field.message_type is not None:

@@ -1,0 +1,176 @@
+"""Payloads -> bronze columns in native code: ptars reads protobuf straight into Arrow.
+
+The upb path (decode.py, proto_arrow.py) parses each payload into a message and reads every
+field back through Python; this path hands the whole group of payloads to ptars (Rust), which
+builds the Arrow arrays without a Python object per message or per value. It reads the landing
+schema (native_schema.py), so its arrays have bronze's shape; what is left is done per column
+in Arrow: casts to bronze's types (uint64 -> decimal(20,0), Duration -> bigint microseconds),
+the oneof case columns, and the JSON text of the values that are set.
+
+ptars refuses what upb refuses (bad UTF-8, truncated payloads); any error sends the whole group
+to the upb path, which finds the bad records and dead-letters them one by one. Both paths give
+the same table: tests/unit/test_native_decode.py compares them on every schema shape.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+import ptars
+import pyarrow as pa
+import pyarrow.compute as pc
+from google.protobuf import message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from ingest.landing.bronze_columns import FieldColumn
+from ingest.landing.native_schema import landing_schema
+from ingest.landing.proto_arrow import (
+    Converter,
+    Duration,
+    FieldReader,
+    JsonText,
+    ListOf,
+    MapOf,
+    Struct,
+    Timestamp,
+    micros,
+)
+
+CONFIG = ptars.PtarsConfig(
+    enum_repr="string",  # an unnamed number comes as its digits, as on the upb path
+    list_value_name="element",
+)
+
+
+class NativeRefused(Exception):
+    """ptars gave up on a group of payloads (it panicked): the upb path reads them instead."""
+
+
+class NativeReader:
+    """Reads the bronze columns of one message type from its payloads, all at once."""
+
+    def __init__(self, message: Descriptor, columns: list[FieldColumn]) -> None:
+        self._message = message
+        self._readers = [c.reader for c in columns]
+        landing = landing_schema(message, self._readers).descriptor(message)
+        self._handler = ptars.HandlerPool([landing.file], config=CONFIG).get_for_message(landing)
+
+    def columns(self, payloads: list[bytes]) -> dict[str, pa.Array]:
+        """One array per bronze column; raises if any payload is not valid for the schema."""
+        return _children(self.read_batch(payloads).column, self._readers, self._message)
+
+    def read_batch(self, payloads: list[bytes]) -> pa.RecordBatch:
+        """ptars's own read: the landing schema's fields, before bronze's types."""
+        try:
+            return self._handler.list_to_record_batch(payloads)
+        except Exception:
+            raise
+        except BaseException as err:  # a Rust panic reaches Python as pyo3's PanicException
+            if type(err).__name__ != "PanicException":
+                raise
+            raise NativeRefused(f"ptars panicked: {err}") from None
+
+
+def _children(
+    field_array: Callable[[str], pa.Array], readers: list[FieldReader], message: Descriptor
+) -> dict[str, pa.Array]:
+    arrays = {
+        r.name: _adapt(field_array(r.name), r.converter, message.fields_by_number[r.number])
+        for r in readers
+        if r.number is not None
+    }
+    for reader in readers:
+        if reader.number is None:  # a oneof's case column: the name of its member that is set
+            members = [f.name for f in message.oneofs_by_name[reader.name].fields]
+            arrays[reader.name] = _case(arrays, members)
+    return {r.name: arrays[r.name] for r in readers}
+
+
+def _adapt(array: pa.Array, converter: Converter, field: FieldDescriptor) -> pa.Array:
+    if isinstance(converter, Struct):
+        return _struct(array, converter, field.message_type)
+    if isinstance(converter, ListOf) and isinstance(converter.element, JsonText):
+        values = _json_text(array.values, converter.element)  # each element its own message
+        return pa.ListArray.from_arrays(array.offsets, values, type=converter.arrow_type)
+    if isinstance(converter, ListOf):
+        values = _adapt(array.values, converter.element, field)
+        return pa.ListArray.from_arrays(array.offsets, values, type=converter.arrow_type)
+    if isinstance(converter, MapOf):
+        _refuse_repeated_keys(array)
+        value_field = field.message_type.fields_by_name["value"]
+        keys = array.keys.cast(converter.key.arrow_type)
+        items = _adapt(array.items, converter.value, value_field)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, type=converter.arrow_type)
+    if isinstance(converter, JsonText):
+        return _merged_json_text(array, converter)
+    if isinstance(converter, (Timestamp, Duration)):
+        return _micros(array).cast(converter.arrow_type)
+    return array.cast(converter.arrow_type)
+
+
+def _micros(array: pa.StructArray) -> pa.Array:
+    found = micros(array.field("seconds"), array.field("nanos"))
+    return (
+        pc.if_else(array.is_valid(), found, pa.nulls(len(found), found.type)) if array.null_count else found
+    )
+
+
+def _struct(array: pa.StructArray, converter: Struct, message: Descriptor) -> pa.StructArray:
+    children = _children(array.field, converter.fields, message)
+    mask = pc.invert(array.is_valid()) if array.null_count else None
+    return pa.StructArray.from_arrays(list(children.values()), fields=list(converter.arrow_type), mask=mask)
+
+
+def _case(arrays: dict[str, pa.Array], members: list[str]) -> pa.Array:
+    set_members = [arrays[m].is_valid() for m in members]
+    if len(members) > 1 and pc.max(_count_true(set_members)).as_py() > 1:
+        # Two members on the wire (concatenated messages): the last one wins, and the arrays
+        # do not say which came last.
+        raise NativeRefused(f"more than one member of oneof {members} is set")
+    conditions = pa.StructArray.from_arrays(set_members, names=members)
+    return pc.case_when(conditions, *[pa.scalar(m, pa.string()) for m in members])
+
+
+def _count_true(flags: list[pa.Array]) -> pa.Array:
+    total = flags[0].cast(pa.int8())
+    for flag in flags[1:]:
+        total = pc.add(total, flag.cast(pa.int8()))
+    return total
+
+
+def _refuse_repeated_keys(array: pa.MapArray) -> None:
+    """A key twice in one map (concatenated messages): upb keeps the last value; refuse."""
+    if len(array.keys) < 2:
+        return
+    offsets = array.offsets.to_numpy()
+    rows = np.repeat(np.arange(len(array)), np.diff(offsets))  # (list_parent_indices aborts on maps)
+    pairs = pa.table({"row": rows, "key": array.keys})
+    if pairs.group_by(["row", "key"]).aggregate([]).num_rows != len(array.keys):
+        raise NativeRefused("a map holds a key twice")
+
+
+def _json_text(array: pa.Array, converter: JsonText) -> pa.Array:
+    """Raw message bytes (none null), parsed and rendered as the upb path renders them."""
+    parse = message_factory.GetMessageClass(converter.message).FromString
+    return converter.convert(list(map(parse, array.to_pylist())))
+
+
+def _merged_json_text(array: pa.ListArray, converter: JsonText) -> pa.Array:
+    """Each row's occurrences of a message field, merged as upb merges them, then rendered; a
+    row without any is null (unset)."""
+    message_class = message_factory.GetMessageClass(converter.message)
+    raw = array.values.to_pylist()
+    offsets = array.offsets.to_pylist()
+    messages: list[Message | None] = []
+    for start, end in itertools.pairwise(offsets):
+        if start == end:
+            messages.append(None)
+            continue
+        message = message_class()
+        for occurrence in raw[start:end]:
+            message.MergeFromString(occurrence)
+        messages.append(message)
+    return converter.convert(messages, [m is not None for m in messages])
