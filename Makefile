@@ -25,10 +25,16 @@ export DBT_PROJECT_DIR := $(CURDIR)
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml constraints.txt
+NATIVE := native/protojson
+# rustup's cargo, for a shell that did not source ~/.cargo/env
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+$(STAMP): pyproject.toml constraints.txt $(NATIVE)/Cargo.toml $(NATIVE)/Cargo.lock $(wildcard $(NATIVE)/src/*.rs)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	@command -v cargo >/dev/null || { echo "setup: cargo (Rust, from rustup) builds $(NATIVE); none on PATH"; exit 1; }
+	$(BIN)/pip install --quiet $(NATIVE)  # the JSON-text renderer, built by maturin from crates.io
 	touch $@
 
 $(PROTO_STAMP): $(STAMP) $(wildcard ingest/dev/proto/v*/gamelake/events/*.proto)
@@ -68,17 +74,20 @@ run-continuous: setup ## Live: producer + ingest + continuous refresh of silver 
 	$(BIN)/python -m ingest.dev.continuous
 
 test: setup ## Run the whole test suite (starts and stops the local stack itself)
+	cargo test --quiet --locked --manifest-path $(NATIVE)/Cargo.toml
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test-unit: setup ## Only the tests that need no services
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
-lint: setup alerts-check ## ruff, mypy on ingest/, the package layers (import-linter), sqlfluff, the alert rules
+lint: setup alerts-check ## ruff, mypy on ingest/, the package layers (import-linter), sqlfluff, the alert rules, rustfmt + clippy
 	$(BIN)/ruff check ingest tests bench
 	$(BIN)/ruff format --check ingest tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/sqlfluff lint models macros data-tests
+	cargo fmt --check --manifest-path $(NATIVE)/Cargo.toml
+	cargo clippy --quiet --locked --manifest-path $(NATIVE)/Cargo.toml -- -D warnings
 
 alerts-check: ## promtool: the alert rules, the scrape config and the alerts' unit tests (ops/prometheus)
 	ops/prometheus/ensure-promtool.sh
@@ -124,7 +133,7 @@ docs-serve: setup ## Serve the generated docs site on http://127.0.0.1:8580 (not
 	$(BIN)/python -m ingest.ops.docs_site serve --port 8580
 
 lock: $(STAMP) ## Re-freeze constraints.txt from the current venv
-	$(BIN)/pip freeze --exclude-editable | sort -f > constraints.txt
+	$(BIN)/pip freeze --exclude-editable --exclude gamelake-protojson | sort -f > constraints.txt
 
 clean: stack-down ## Remove local state (stack, Spark cluster, warehouse); keeps the venv and jar cache
 	@if [ -x $(BIN)/python ]; then $(BIN)/python -m ingest.dev.localstack.spark_cluster down; fi

@@ -14,19 +14,21 @@ the same table: tests/unit/test_native_decode.py compares them on every schema s
 
 from __future__ import annotations
 
+import functools
 import itertools
+import logging
 from collections.abc import Callable
 
 import numpy as np
 import ptars
 import pyarrow as pa
 import pyarrow.compute as pc
-from google.protobuf import message_factory
+from gamelake_protojson import Renderer
+from google.protobuf import descriptor_pb2, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
-from google.protobuf.message import Message
 
 from ingest.landing.bronze_columns import FieldColumn
-from ingest.landing.native_schema import landing_schema
+from ingest.landing.native_schema import files_in_order, landing_schema
 from ingest.landing.proto_arrow import (
     Converter,
     Duration,
@@ -38,6 +40,8 @@ from ingest.landing.proto_arrow import (
     Timestamp,
     micros,
 )
+
+log = logging.getLogger(__name__)
 
 CONFIG = ptars.PtarsConfig(
     enum_repr="string",  # an unnamed number comes as its digits, as on the upb path
@@ -143,34 +147,55 @@ def _count_true(flags: list[pa.Array]) -> pa.Array:
 
 def _refuse_repeated_keys(array: pa.MapArray) -> None:
     """A key twice in one map (concatenated messages): upb keeps the last value; refuse."""
-    if len(array.keys) < 2:
+    lengths = np.diff(array.offsets.to_numpy())
+    if lengths.max(initial=0) < 2:
         return
-    offsets = array.offsets.to_numpy()
-    rows = np.repeat(np.arange(len(array)), np.diff(offsets))  # (list_parent_indices aborts on maps)
-    pairs = pa.table({"row": rows, "key": array.keys})
-    if pairs.group_by(["row", "key"]).aggregate([]).num_rows != len(array.keys):
+    # Only maps of two entries or more can repeat one (list_parent_indices aborts on maps).
+    in_longer = np.repeat(lengths >= 2, lengths)
+    rows = np.repeat(np.arange(len(array)), lengths)[in_longer]
+    pairs = pa.table({"row": rows, "key": array.keys.filter(pa.array(in_longer))})
+    if pairs.group_by(["row", "key"]).aggregate([]).num_rows != len(rows):
         raise NativeRefused("a map holds a key twice")
 
 
 def _json_text(array: pa.Array, converter: JsonText) -> pa.Array:
-    """Raw message bytes (none null), parsed and rendered as the upb path renders them."""
-    parse = message_factory.GetMessageClass(converter.message).FromString
-    return converter.convert(list(map(parse, array.to_pylist())))
+    """Raw message bytes (none null), rendered as the upb path renders them."""
+    return pa.array(_render(converter, array.to_pylist()), pa.string())
 
 
 def _merged_json_text(array: pa.ListArray, converter: JsonText) -> pa.Array:
-    """Each row's occurrences of a message field, merged as upb merges them, then rendered; a
-    row without any is null (unset)."""
-    message_class = message_factory.GetMessageClass(converter.message)
+    """Each row's occurrences of a message field, merged as upb merges them (their bytes one
+    after the other are one message on the wire), then rendered; a row without any is null."""
+    offsets = array.offsets.to_numpy()
+    counts = np.diff(offsets)
+    present = counts > 0
     raw = array.values.to_pylist()
-    offsets = array.offsets.to_pylist()
-    messages: list[Message | None] = []
-    for start, end in itertools.pairwise(offsets):
-        if start == end:
-            messages.append(None)
-            continue
-        message = message_class()
-        for occurrence in raw[start:end]:
-            message.MergeFromString(occurrence)
-        messages.append(message)
-    return converter.convert(messages, [m is not None for m in messages])
+    if counts.max(initial=0) > 1:
+        raw = [b"".join(raw[start:end]) for start, end in itertools.pairwise(offsets) if end > start]
+    texts = pa.array(_render(converter, raw), pa.string())
+    if present.all():
+        return texts
+    positions = np.cumsum(present, dtype=np.int64) - 1
+    return texts.take(pa.array(positions, mask=~present))
+
+
+def _render(converter: JsonText, payloads: list[bytes]) -> list[str]:
+    renderer = _renderer(converter.message)
+    if renderer is not None:
+        return renderer.render(payloads)
+    parse = message_factory.GetMessageClass(converter.message).FromString
+    return converter.convert([parse(p) for p in payloads]).to_pylist()
+
+
+@functools.cache
+def _renderer(message: Descriptor) -> Renderer | None:
+    """The Rust renderer of ``message``'s JSON text (gamelake_protojson), or None where it cannot
+    be built for the type: the Python renderer then renders it."""
+    files = descriptor_pb2.FileDescriptorSet()
+    for file in files_in_order(message.file):
+        file.CopyToProto(files.file.add())
+    try:
+        return Renderer(files.SerializeToString(), message.full_name)
+    except ValueError as err:
+        log.info("%s renders its JSON text in Python: %s", message.full_name, err)
+        return None

@@ -49,7 +49,7 @@ class LandingSchema:
     def descriptor(self, message: Descriptor) -> Descriptor:
         """The root's descriptor, in a new pool holding ``message``'s files and the landing file."""
         pool = descriptor_pool.DescriptorPool()
-        for dependency in _files_in_order(message.file):
+        for dependency in files_in_order(message.file):
             proto = descriptor_pb2.FileDescriptorProto()
             dependency.CopyToProto(proto)
             pool.Add(proto)
@@ -68,7 +68,7 @@ def landing_schema(message: Descriptor, readers: list[FieldReader]) -> LandingSc
         name=f"{PACKAGE}/{message.full_name}.proto",
         package=PACKAGE,
         syntax=syntax,
-        dependency=[f.name for f in _files_in_order(message.file)],
+        dependency=[f.name for f in files_in_order(message.file)],
     )
     seconds = file.message_type.add(name=SECONDS)  # Timestamp and Duration, field for field
     seconds.field.add(name="seconds", number=1, type=FieldProto.TYPE_INT64, label=FieldProto.LABEL_OPTIONAL)
@@ -164,7 +164,7 @@ class _Mirror:
         target.ClearField("type_name")
 
 
-def _files_in_order(file: FileDescriptor) -> list[FileDescriptor]:
+def files_in_order(file: FileDescriptor) -> list[FileDescriptor]:
     """``file`` and every file it imports, transitively, each after its own imports."""
     ordered: list[FileDescriptor] = []
     seen: set[str] = set()

@@ -211,3 +211,40 @@ def test_a_closed_proto2_enum_lands_on_the_upb_path_which_leaves_an_unnamed_numb
         [_record(wire_format.frame(1, b"\x20\x07"))], ColumnRegistry()
     )
     assert decoded.table.column("kind").to_pylist() == [None]
+
+
+def _match(**fields):
+    return studio_schema(1).match_class(**fields)
+
+
+def test_concatenated_messages_merge_natively_as_upb_merges_them():
+    first, second = _match(event_id="a"), _match()
+    first.loadout.weapon, second.loadout.level = "axe", 3
+    first.stats["k"], second.stats["j"] = 1, 2
+    first.extra.update({"p": 1})
+    second.extra.update({"q": 2})
+    first.tree.child.child.child.label, second.tree.child.child.child.child.label = "x", "y"
+    assert_same_columns(_plan(_studio(1)), [first.SerializeToString() + second.SerializeToString()])
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        pytest.param(lambda m: m.stats.__setitem__("k", 2), id="a map key twice"),
+        pytest.param(lambda m: setattr(m, "draw_round", 4), id="two members of a oneof"),
+    ],
+)
+def test_concatenated_messages_the_arrays_cannot_order_go_to_the_upb_path_where_the_last_wins(second):
+    first, later = _match(event_id="a", winner="x"), _match()
+    first.stats["k"] = 1
+    second(later)
+    payload = first.SerializeToString() + later.SerializeToString()
+    schema = _studio(1)
+    plan = _plan(schema)
+    assert plan.native_columns([payload]) is None
+    decoded = Decoder(_Registry(schema), 0, 0.0).decode(
+        [_record(wire_format.frame(1, payload))], ColumnRegistry()
+    )
+    upb = plan.columns_of(plan.parse([payload])[0])
+    for name in ("stats", "outcome", "winner", "draw_round"):
+        assert decoded.table.column(name).to_pylist() == upb[name].to_pylist(), name
