@@ -53,6 +53,13 @@ DECODE_ERRORS = Counter(
     ["stage"],
     registry=REGISTRY,
 )
+DECODE_PATH = Counter(
+    "gamelake_ingest_decoded_records_total",
+    "Records whose columns were read natively (ptars) or through Python (upb), which the native "
+    "path hands a group it cannot read exactly",
+    ["path"],
+    registry=REGISTRY,
+)
 BATCH_SECONDS = Histogram(
     "gamelake_ingest_batch_seconds",
     "Decode + write + commit time of a batch",
@@ -88,6 +95,8 @@ for _stage in MESSAGE_STAGES:
     DECODE_ERRORS.labels(_stage)
 for _reason in DropReason:
     DROPPED_BATCHES.labels(_reason)
+for _path in ("native", "upb"):
+    DECODE_PATH.labels(_path)
 
 
 def serve(

@@ -26,6 +26,7 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
+from ingest.core import metrics
 from ingest.core.errors import (
     DecodeError,
     MessageError,
@@ -327,7 +328,9 @@ class Decoder:
         kept = positions if not bad else [positions[p] for p in good]
         columns = plan.native_columns(payloads if not bad else [payloads[p] for p in good])
         if columns is not None:
+            metrics.DECODE_PATH.labels("native").inc(len(kept))
             return self._assemble(plan, columns, kafka.columns(plan, kept)), failed
+        metrics.DECODE_PATH.labels("upb").inc(len(kept))
         try:
             return self._table(plan, messages, kafka.columns(plan, kept)), failed
         except Exception:  # some message's values cannot be read: find which, one at a time

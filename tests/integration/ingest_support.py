@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -67,6 +68,13 @@ def assert_exactly_once(warehouse: Path, bootstrap: str, topic: str) -> None:
     missing = expected - set(landed)
     assert not missing, f"{len(missing)} records never landed, e.g. {sorted(missing)[:5]}"
     assert set(landed) == expected
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (for a service's metrics endpoint)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def service_env(stack, topic: str, warehouse: Path, **settings: object) -> dict[str, str]:

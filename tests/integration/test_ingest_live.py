@@ -11,7 +11,14 @@ import pytest
 
 from ingest.dev.producer.datagen import EventGenerator
 from ingest.dev.producer.publish import publish
-from tests.integration.ingest_support import assert_exactly_once, bronze, service_env, start_service, table
+from tests.integration.ingest_support import (
+    assert_exactly_once,
+    bronze,
+    free_port,
+    service_env,
+    start_service,
+    table,
+)
 
 pytestmark = pytest.mark.integration
 GAMES = ["space_raiders", "puzzle_pop"]
@@ -30,16 +37,8 @@ def _wait_rows(warehouse, count: int, proc, timeout: float = 90) -> None:
     raise AssertionError(f"bronze did not reach {count} rows in {timeout} s")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_a_new_version_gets_its_columns_live_without_restart_or_failed_batch(stack, fresh_topic, tmp_path):
-    port = _free_port()
+    port = free_port()
     env = service_env(stack, fresh_topic, tmp_path, metrics_port=port)
     old = list(EventGenerator(GAMES, [1, 2, 3], seed=3).events(2000))
     publish(stack.endpoints(fresh_topic), iter(old), [1, 2, 3], partitions=6, progress=False)

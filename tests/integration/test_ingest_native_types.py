@@ -13,6 +13,7 @@ import json
 import signal
 import subprocess
 import sys
+import urllib.request
 
 import pyarrow as pa
 import pytest
@@ -24,6 +25,7 @@ from ingest.dev.producer.publish import ensure_topic
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
+    free_port,
     produce_raw,
     registry_client,
     run_service,
@@ -59,12 +61,17 @@ def test_every_shape_lands_natively_and_a_nested_field_widens_the_struct_live(st
     assert [r.name for r in registered.schema.references] == ["studio/common.proto"], "a reference, no WKT"
 
     log = tmp_path / "ingest.log"
-    proc = start_service(service_env(stack, fresh_topic, tmp_path), log=log)
+    port = free_port()
+    proc = start_service(service_env(stack, fresh_topic, tmp_path, metrics_port=port), log=log)
     try:
         wait_until(lambda: _rows(tmp_path) >= 60 or proc.poll() is not None, 120, "version 1 to land")
         second = _produce(stack, fresh_topic, 2, 60)
         wait_until(lambda: _rows(tmp_path) >= 120 or proc.poll() is not None, 120, "version 2 to land")
         assert proc.poll() is None, log.read_text()[-3000:]
+        scrape = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+        # every record's columns read by ptars, its Struct and deep tree rendered in Rust
+        assert 'gamelake_ingest_decoded_records_total{path="native"} 120.0' in scrape, scrape
+        assert 'gamelake_ingest_decoded_records_total{path="upb"} 0.0' in scrape
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, log.read_text()[-3000:]
     finally:

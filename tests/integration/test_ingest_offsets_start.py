@@ -23,6 +23,7 @@ from ingest.landing import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
+    free_port,
     kafka_coordinates,
     landed_coordinates,
     produce_raw,
@@ -109,19 +110,11 @@ def _scrape(port: int) -> str:
     return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_with_earliest_the_gap_is_recorded_and_ingest_continues_from_the_log_start(
     stack, fresh_topic, tmp_path
 ):
     env, _ = _landed_then_expired(stack, fresh_topic, tmp_path)
-    port = _free_port()
+    port = free_port()
     env = {
         **env,
         "GAMELAKE_INGEST_ON_EXPIRED_OFFSET": "earliest",

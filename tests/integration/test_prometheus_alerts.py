@@ -19,7 +19,6 @@ import json
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -39,6 +38,7 @@ from ingest.landing import wire_format
 from ingest.landing.run_command import DASHBOARD_PANELS
 from tests.integration.ingest_support import (
     assert_exactly_once,
+    free_port,
     registry_client,
     service_env,
     start_service,
@@ -56,12 +56,6 @@ SECONDS_PER_MINUTE = 3
 LAG_GROWING, REGISTRY_DOWN = "GamelakeConsumerLagGrowing", "GamelakeSchemaRegistryUnreachable"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def compress_time(rules: str, seconds_per_minute: int = SECONDS_PER_MINUTE) -> str:
     """The rules with every duration in minutes made ``seconds_per_minute`` seconds a minute."""
 
@@ -74,7 +68,7 @@ def compress_time(rules: str, seconds_per_minute: int = SECONDS_PER_MINUTE) -> s
 
 class Prometheus:
     def __init__(self, workdir: Path, ingest_port: int) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         (workdir / "alerts.yml").write_text(compress_time(RULES.read_text()))
         (workdir / "prometheus.yml").write_text(
             "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
@@ -198,7 +192,7 @@ def test_lag_and_registry_alerts_fire_in_prometheus_and_clear_on_recovery(
 
     registry_address = urlsplit(stack.registry_url)
     switch = TcpSwitch(registry_address.hostname or "127.0.0.1", registry_address.port or 80)
-    ingest_port = _free_port()
+    ingest_port = free_port()
     registry_url = switch.url + registry_address.path  # Apicurio's Confluent API has a path
     settings = {"metrics_port": ingest_port, "registry_url": registry_url, "registry_retry_backoff_s": 0.2}
     env = service_env(stack, fresh_topic, tmp_path, **settings)

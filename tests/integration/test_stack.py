@@ -13,21 +13,16 @@ from ingest.dev.localstack import process
 from ingest.dev.localstack.kafka import broker
 from ingest.dev.localstack.registry import confluent_url, registry
 from ingest.dev.localstack.stack import StackPorts, describe, up
+from tests.integration.ingest_support import free_port
 
 pytestmark = pytest.mark.integration
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_private_stack_starts_on_other_ports_and_stops_leaving_nothing(tmp_path):
-    kafka_port, controller_port, registry_port = _free_port(), _free_port(), _free_port()
+    kafka_port, controller_port, registry_port = free_port(), free_port(), free_port()
     servers = [
         broker(tmp_path / "kafka", kafka_port, controller_port),
-        registry(tmp_path / "registry", registry_port, _free_port()),
+        registry(tmp_path / "registry", registry_port, free_port()),
     ]
     try:
         for server in servers:
@@ -64,7 +59,7 @@ def test_busy_port_is_named_before_anything_starts(tmp_path):
         squatter.listen()
         port = squatter.getsockname()[1]
         with pytest.raises(StackError, match=f"port {port} is busy"):
-            process.start(registry(tmp_path, port, _free_port()))
+            process.start(registry(tmp_path, port, free_port()))
     assert not (tmp_path / "schema-registry.pid").exists()
 
 

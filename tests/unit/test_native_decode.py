@@ -248,3 +248,23 @@ def test_concatenated_messages_the_arrays_cannot_order_go_to_the_upb_path_where_
     upb = plan.columns_of(plan.parse([payload])[0])
     for name in ("stats", "outcome", "winner", "draw_round"):
         assert decoded.table.column(name).to_pylist() == upb[name].to_pylist(), name
+
+
+def test_the_decoder_counts_the_records_each_path_read():
+    from ingest.core import metrics
+
+    def counts():
+        return {p: metrics.DECODE_PATH.labels(p)._value.get() for p in ("native", "upb")}
+
+    before = counts()
+    studio = _studio(1)
+    payloads = [m.SerializeToString() for m in matches(1, 5, seed=6)]
+    Decoder(_Registry(studio), 0, 0.0).decode(
+        [_record(wire_format.frame(1, p), i) for i, p in enumerate(payloads)], ColumnRegistry()
+    )
+    grouped = build_schema(1, _group_schema())
+    Decoder(_Registry(grouped), 0, 0.0).decode(
+        [_record(wire_format.frame(1, b"\x0a\x01a"))], ColumnRegistry()
+    )
+    after = counts()
+    assert (after["native"] - before["native"], after["upb"] - before["upb"]) == (5, 1)
