@@ -1,15 +1,16 @@
 """Payloads -> bronze columns in native code: ptars reads protobuf straight into Arrow.
 
-The upb path (decode.py, proto_arrow.py) parses each payload into a message and reads every
-field back through Python; this path hands the whole group of payloads to ptars (Rust), which
-builds the Arrow arrays without a Python object per message or per value. It reads the landing
-schema (native_schema.py), so its arrays have bronze's shape; what is left is done per column
-in Arrow: casts to bronze's types (uint64 -> decimal(20,0), Duration -> bigint microseconds),
-the oneof case columns, and the JSON text of the values that are set.
+The upb path (decode.py, proto_arrow.py) reads every field of the parsed messages back through
+Python; this path hands the group's payloads, once upb has parsed them (upb decides what is
+valid), to ptars (Rust), which builds the Arrow arrays without a Python object per message or
+per value. It reads the landing schema (native_schema.py), so its arrays have bronze's shape;
+what is left is done per column in Arrow: casts to bronze's types (uint64 -> decimal(20,0)),
+Timestamp and Duration to microseconds, the oneof case columns, and the JSON text of the values
+that are set, rendered in Rust by gamelake_protojson (native/protojson).
 
-ptars refuses what upb refuses (bad UTF-8, truncated payloads); any error sends the whole group
-to the upb path, which finds the bad records and dead-letters them one by one. Both paths give
-the same table: tests/unit/test_native_decode.py compares them on every schema shape.
+Anything this path cannot read exactly as the upb path does raises (``NativeRefused``, or the
+error of ptars or the renderer), and the decoder reads that group on the upb path. Both paths
+give the same table: tests/unit/test_native_decode.py compares them on every schema shape.
 """
 
 from __future__ import annotations
