@@ -46,6 +46,7 @@ from deltalake.transaction import AddAction
 
 from ingest.core.errors import ConfigError, IngestError
 from ingest.landing import crash_points as hooks
+from ingest.landing import json_era
 from ingest.landing.bronze_columns import (
     FIELD_NUMBERS_PREFIX,
     JSON_ERA_COLUMNS,
@@ -167,6 +168,8 @@ class BronzeWriter:
         names = _field_column_names(state.arrow_schema())
         if JSON_ERA_COLUMNS not in state.configuration and names:
             self._set_properties({JSON_ERA_COLUMNS: json.dumps(names)})
+        elif json_era.listed(state.configuration) and json_era.forget_converted_recently(self._delta_rs()):
+            self._latest()  # a migration crashed before it emptied the list: finished now
 
     def _set_properties(self, properties: dict[str, str]) -> None:
         current = self._latest().configuration

@@ -27,10 +27,10 @@ from deltalake import DeltaTable, Transaction
 
 from ingest.core.contract import Contract, load_contract
 from ingest.core.errors import ConfigError
-from ingest.landing.bronze_columns import JSON_ERA_COLUMNS, PARTITION_COLUMN, type_name
+from ingest.landing import json_era
+from ingest.landing.bronze_columns import PARTITION_COLUMN, type_name
 from ingest.landing.compaction import compaction_lock
 from ingest.landing.offsets import TopicPartition, txn_app_id
-from ingest.landing.table_properties import with_properties
 from ingest.ops.dbt_build_lock import holding_build_lock
 from ingest.ops.native_convert import convert
 from ingest.ops.native_plan import MigrationError, MigrationPlan, Registry, plan_migration
@@ -116,8 +116,8 @@ def _migrate(
     summary["files_rewritten"] = len(files)
     if dry_run:
         return {**summary, "dry_run": True}
-    summary.update(_commit_all(table, app_id, silver, staged, summary["silver"]))
-    _forget_json_era(table, plan.converted)
+    summary.update(_commit_all(table, app_id, silver, staged, summary["silver"], plan.converted))
+    json_era.forget(table, set(plan.converted))
     move_marks(found, table.version())
     summary["reader_marks_moved"] = {r.name: table.version() for r in found}
     return summary
@@ -154,14 +154,17 @@ def _commit_all(
     silver: list[SilverRewrite],
     staged: list[Staged],
     silver_summary: dict[str, dict[str, Any]],
+    converted: list[str],
 ) -> dict[str, Any]:
-    """Each silver table's commit, then bronze's (staged last); what is not committed is removed."""
+    """Each silver table's commit, then bronze's (staged last), which records the columns it
+    converts (json_era.py); what is not committed is removed."""
     try:
         _refuse_if_bronze_moved(table)
         for rewrite, done in zip(silver, staged[:-1], strict=True):
             silver_summary[rewrite.reader.name].update(commit_silver(rewrite, done))
         txns = app_transactions(table, app_id)
-        version = commit_rewrite(staged[-1], txns, "the ingest service")
+        recorded = {json_era.CONVERTED_KEY: json.dumps(converted)}
+        version = commit_rewrite(staged[-1], txns, "the ingest service", recorded)
     except BaseException:
         for done in staged:
             remove_uncommitted(done)
@@ -183,7 +186,9 @@ def _refuse_if_bronze_moved(table: DeltaTable) -> None:
 
 
 def _repair(path: Path, table: DeltaTable, found: list[Reader], tables_dir: Path | None) -> dict[str, int]:
-    """The marks a crashed run left behind its rewrites, moved past them."""
+    """What a crashed run left undone after its rewrites: the columns it converted still listed
+    as JSON text (forgotten here), and readers' marks behind the rewrites (moved past them)."""
+    json_era.forget_converted_recently(table)
     gold = repair_gold_marks(found, tables_dir) if tables_dir is not None else {}
     return {**gold, **repair_marks(found, path, rewrite_version(table))}
 
@@ -209,12 +214,3 @@ def app_transactions(table: DeltaTable, app_id: str) -> list[Transaction]:
         if version is not None:
             txns.append(Transaction(txn_app_id(app_id, tp), version))
     return txns
-
-
-def _forget_json_era(table: DeltaTable, converted: list[str]) -> None:
-    """The converted columns no longer hold JSON text: the service lands them natively from now.
-    (Were this commit lost, the service still would: it trusts the list only for text columns.)"""
-    table.update_incremental()
-    held = json.loads(table.metadata().configuration.get(JSON_ERA_COLUMNS, "[]"))
-    left = sorted(set(held) - set(converted))
-    with_properties(table, {JSON_ERA_COLUMNS: json.dumps(left)})

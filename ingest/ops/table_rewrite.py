@@ -107,9 +107,12 @@ def rewrite_files(
     return adds
 
 
-def commit_rewrite(staged: Staged, txns: list[Transaction], writers: str) -> int:
+def commit_rewrite(
+    staged: Staged, txns: list[Transaction], writers: str, recorded: dict[str, str] | None = None
+) -> int:
     """One commit: the staged files replace every old one, with the new schema and ``txns``
-    restated. ``writers`` says who else may write the table, for the error when one did meanwhile."""
+    restated. ``writers`` says who else may write the table, for the error when one did meanwhile;
+    ``recorded`` goes into the commitInfo beside the job's name."""
     root, table, adds, schema = staged.root, staged.table, staged.adds, staged.schema
     try:
         table.create_write_transaction(
@@ -118,7 +121,9 @@ def commit_rewrite(staged: Staged, txns: list[Transaction], writers: str) -> int
             schema,
             partition_by=[PARTITION_COLUMN],
             commit_properties=CommitProperties(
-                custom_metadata={JOB_KEY: JOB}, max_commit_retries=0, app_transactions=txns
+                custom_metadata={JOB_KEY: JOB, **(recorded or {})},
+                max_commit_retries=0,
+                app_transactions=txns,
             ),
             post_commithook_properties=PostCommitHookProperties(
                 create_checkpoint=False, cleanup_expired_logs=False

@@ -267,3 +267,34 @@ def test_a_reader_holding_a_converted_column_but_no_schema_id_stops_the_rewrite(
     with pytest.raises(MigrationError, match=r"silver\.silver_alpha holds loadout but no schema_id column"):
         migrate(path, _Registry(), "app", tables_dir=tables)
     assert DeltaTable(str(path)).version() == version
+
+
+@pytest.mark.parametrize("opened_next_by", ["the service", "the migration again"])
+def test_a_migration_killed_before_it_emptied_the_text_column_list_is_finished_by_whoever_opens_bronze(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened_next_by: str
+) -> None:
+    from deltalake import write_deltalake
+
+    from ingest.landing import json_era
+
+    path = tmp_path / "bronze"
+    write_deltalake(str(path), _old_table(matches(1, 12, seed=7)), partition_by=["event_date"])
+    assert "nickname" in BronzeWriter(path, "app").columns().json_era  # the upgraded service's list
+
+    def killed(table, converted):
+        raise KeyboardInterrupt  # after bronze's rewrite committed, before the list was emptied
+
+    monkeypatch.setattr(json_era, "forget", killed)
+    with pytest.raises(KeyboardInterrupt):
+        migrate(path, _Registry(), "app")
+    monkeypatch.undo()
+    # A StringValue is text natively too: listed, it would keep landing as JSON ('"abc"').
+    assert "nickname" in json_era.listed(DeltaTable(str(path)).metadata().configuration)
+
+    if opened_next_by == "the migration again":
+        assert migrate(path, _Registry(), "app")["rows_rewritten"] == 0
+    guard = BronzeWriter(path, "app").columns()
+    assert guard.json_era_text() & set(JSON_COLUMNS) == {"extra"}
+    later = matches(1, 6, seed=9)
+    for row, m in zip(_decoded(1, later, guard).table.to_pylist(), later, strict=True):
+        assert comparable(row) == expected(m)

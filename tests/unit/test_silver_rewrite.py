@@ -229,12 +229,12 @@ def test_a_killed_run_s_lock_is_named_as_this_job_s_with_how_to_release_it(tmp_p
 def test_a_rerun_after_a_crash_between_bronze_and_its_readers_marks_moves_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ingest.ops import native_migration
+    from ingest.landing import json_era
 
     bronze, tables, _, silver, _ = _setup(tmp_path, count=12)
     mark = DeltaTable(str(silver)).metadata().configuration["gamelake.bronze_version"]
 
-    _migrate_killed_at(native_migration, "_forget_json_era", bronze, tables, monkeypatch)
+    _migrate_killed_at(json_era, "forget", bronze, tables, monkeypatch)  # right after bronze's commit
 
     rewritten = int(mark) + 1
     assert DeltaTable(str(bronze)).version() == rewritten
