@@ -9,7 +9,9 @@
 use std::io::{self, Write};
 
 use prost::Message;
-use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, SerializeOptions};
+use prost_reflect::{
+    DescriptorPool, DynamicMessage, MessageDescriptor, ReflectMessage, SerializeOptions, Value,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -67,15 +69,54 @@ impl Renderer {
             "google.protobuf.ListValue" => {
                 list_json(&prost_types::ListValue::decode(payload).map_err(|e| e.to_string())?)?
             }
-            _ => DynamicMessage::decode(self.descriptor.clone(), payload)
-                .map_err(|e| e.to_string())?
-                .serialize_with_options(serde_json::value::Serializer, &self.options)
-                .map_err(|e| e.to_string())?,
+            _ => {
+                let message = DynamicMessage::decode(self.descriptor.clone(), payload)
+                    .map_err(|e| e.to_string())?;
+                refuse_unlike_python(&message)?;
+                message
+                    .serialize_with_options(serde_json::value::Serializer, &self.options)
+                    .map_err(|e| e.to_string())?
+            }
         };
         let mut out = Vec::with_capacity(payload.len() * 2);
         let mut serializer = serde_json::Serializer::with_formatter(&mut out, PythonJson);
         tree.serialize(&mut serializer).map_err(|e| e.to_string())?;
         String::from_utf8(out).map_err(|e| e.to_string())
+    }
+}
+
+/// The values whose JSON prost-reflect prints unlike Python, refused so that the Python renderer
+/// renders their message (both are rare: nobody sends them on purpose):
+/// - -0.0 in a float or double without presence: upb tells it from 0.0 by its bits and Python
+///   prints it, prost-reflect takes it for the default and leaves the field out;
+/// - a subnormal float32: Python prints at least 6 significant digits, ryu the fewest.
+fn refuse_unlike_python(message: &DynamicMessage) -> Result<(), String> {
+    for field in message.descriptor().fields() {
+        let value = message.get_field(&field);
+        let negative_zero = match value.as_ref() {
+            Value::F64(number) => *number == 0.0 && number.is_sign_negative(),
+            Value::F32(number) => *number == 0.0 && number.is_sign_negative(),
+            _ => false,
+        };
+        if negative_zero && !field.supports_presence() {
+            return Err(format!("{} holds -0.0", field.full_name()));
+        }
+        refuse_value(value.as_ref(), message.has_field(&field))?;
+    }
+    Ok(())
+}
+
+fn refuse_value(value: &Value, set: bool) -> Result<(), String> {
+    match value {
+        Value::F32(number) if number.is_subnormal() => {
+            Err(format!("holds the subnormal float32 {number:e}"))
+        }
+        Value::Message(inner) if set => refuse_unlike_python(inner),
+        Value::List(items) => items.iter().try_for_each(|item| refuse_value(item, true)),
+        Value::Map(entries) => entries
+            .values()
+            .try_for_each(|item| refuse_value(item, true)),
+        _ => Ok(()),
     }
 }
 
