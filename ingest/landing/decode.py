@@ -174,8 +174,8 @@ class Plan:
         return messages, good, bad
 
     def native_columns(self, payloads: list[bytes]) -> dict[str, pa.Array] | None:
-        """The columns read by ptars, or None where it refuses a payload upb accepted (rare: a
-        map entry without its value), so the upb path reads them."""
+        """The columns read natively, or None where that path cannot read this group exactly as
+        the upb path would (native_decode.py says when), so the upb path reads it."""
         if self.native is None:
             return None
         try:
