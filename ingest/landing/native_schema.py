@@ -107,9 +107,12 @@ class _Mirror:
     ) -> None:
         if target.type == FieldProto.TYPE_GROUP:
             raise NotMirrored(f"field {descriptor.full_name} is a group")
-        if descriptor.enum_type is not None and descriptor.enum_type.is_closed:
-            # proto2: upb keeps a number the enum does not name as an unknown field (unset);
-            # ptars would land its digits.
+        enum = descriptor.enum_type
+        if isinstance(converter, MapOf):
+            enum = descriptor.message_type.fields_by_name["value"].enum_type
+        if enum is not None and enum.is_closed:
+            # proto2: upb keeps a number the enum does not name as an unknown field (unset, or
+            # the map entry left out); ptars would land its digits.
             raise NotMirrored(f"field {descriptor.full_name} has a closed (proto2) enum")
         if isinstance(converter, MapOf):
             self._map(target, converter, descriptor, parent)

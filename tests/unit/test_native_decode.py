@@ -198,6 +198,26 @@ def _proto2_schema(with_enum: bool) -> descriptor_pb2.FileDescriptorProto:
     return file
 
 
+def test_a_map_of_a_closed_enum_lands_on_the_upb_path_which_leaves_an_unnamed_entry_out():
+    file = _proto2_schema(with_enum=True)
+    F = descriptor_pb2.FieldDescriptorProto
+    message = file.message_type[0]
+    message.field.pop()  # the plain enum field: only the map's values are enums here
+    entry = message.nested_type.add(name="KindsEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
+    entry.field.add(name="value", number=2, type=F.TYPE_ENUM, type_name=".p2.Kind", label=F.LABEL_OPTIONAL)
+    message.field.add(
+        name="kinds", number=5, type=F.TYPE_MESSAGE, type_name=".p2.Event.KindsEntry", label=F.LABEL_REPEATED
+    )
+    built = build_schema(1, file)
+    assert _plan(built).native is None
+    payload = b"\x2a\x05\x0a\x01a\x10\x00" + b"\x2a\x05\x0a\x01b\x10\x07"  # a: A, b: unnamed 7
+    record = _record(wire_format.frame(1, payload))
+    decoded = Decoder(_Registry(built), 0, 0.0).decode([record], ColumnRegistry())
+    assert decoded.table.column("kinds").to_pylist() == [[("a", "A")]]
+
+
 def test_proto2_fields_keep_presence_natively_as_on_the_upb_path():
     payloads = [b"", b"\x08\x00", b"\x08\x07\x12\x00", b"\x12\x02ok\x18\x01\x18\x02"]
     assert_same_columns(_plan(build_schema(1, _proto2_schema(with_enum=False))), payloads)
