@@ -49,22 +49,22 @@ from pathlib import Path
 import numpy as np
 from confluent_kafka import Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
+from gamelake_dev.demo_schemas import load_version
+from gamelake_dev.producer.datagen import EventGenerator
 
-from ingest.core.paths import PROJECT_DIR
-from ingest.core.settings import load_settings
-from ingest.dev.demo_schemas import load_version
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.landing import wire_format
-from ingest.landing.bronze_writer import BronzeWriter
-from ingest.landing.commit_report import report_commit
-from ingest.landing.compaction import BackgroundUpkeep
-from ingest.landing.dead_letters import DeltaDeadLetters
-from ingest.landing.decode import Decoder
-from ingest.landing.event_log import Event, EventLog
-from ingest.landing.lander import Lander
-from ingest.landing.ownership import PartitionOwnership
-from ingest.landing.registry import RegistryClient, RegistrySchema
-from ingest.landing.service import UPKEEP_WAIT_S
+from ingest.core.settings.ingest_settings import load_settings
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.decode import wire_format
+from ingest.landing.decode.decoder import Decoder
+from ingest.landing.decode.schema_registry import RegistrySchema, SchemaRegistryClient
+from ingest.landing.delta.bronze_writer import BronzeWriter
+from ingest.landing.kafka.ownership import PartitionOwnership
+from ingest.landing.service.commit_report import report_commit
+from ingest.landing.service.lander import Lander
+from ingest.landing.service.service import UPKEEP_WAIT_S
+from ingest.landing.side_tables.dead_letters import DeltaDeadLetters
+from ingest.landing.side_tables.event_log import Event, EventLog
+from ingest.landing.upkeep.background import BackgroundUpkeep
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "commit_cost.md"
 WINDOW = 100  # commits per reported row: the service's default upkeep interval
@@ -77,7 +77,7 @@ EVENT_ANCHOR = datetime(2026, 11, 2, 3, tzinfo=UTC)
 TOP_LINES = 10
 
 
-class DemoRegistry(RegistryClient):
+class DemoRegistry(SchemaRegistryClient):
     """The demo schema versions, each under its version number as schema id: no registry to ask."""
 
     def __init__(self) -> None:  # nothing to connect to, so none of the client's state

@@ -41,9 +41,10 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction, write_deltalake
 
 from bench.results_file import append_section
-from ingest.core.paths import PROJECT_DIR
-from ingest.landing.bronze_writer import BronzeWriter, Landing
-from ingest.landing.offsets import TopicPartition
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.delta.bronze_writer import BronzeWriter
+from ingest.landing.delta.fences import Landing
+from ingest.landing.records import TopicPartition
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "commit_cost.md"
 FILES_PER_ROUND = 500

@@ -8,7 +8,7 @@ times; the fastest run of each counts (CPU seconds of this process, ``time.proce
 Each schema is decoded twice: on the native path (ptars reads the columns; the service's) and
 on the upb path (each field read through Python; what the service falls back to).
 
-Nested: tests/protos/studio v1, a foreign producer's match with a struct, arrays, maps of
+Nested: dev/gamelake_dev/proto/studio v1, a foreign producer's match with a struct, arrays, maps of
 scalars and of structs, a oneof, optional, enum, bytes, uint64, Timestamp, Duration, wrappers,
 a recursive message and a Struct (two thirds of the records with most fields set, one third
 empty). Flat: the demo's ``GameEvent`` v4, 15 scalar fields and a Timestamp. The schemas are
@@ -27,17 +27,17 @@ import time
 from collections.abc import Callable
 
 from confluent_kafka import Message
+from gamelake_dev.demo_schemas import load_version
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.studio_schema import matches, studio_schema
 from google.protobuf import descriptor_pool
 
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.demo_schemas import load_version
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.landing import wire_format
-from ingest.landing.decode import Decoder
-from ingest.landing.proto_arrow import RECURSION_LIMIT
-from ingest.landing.registry import build_schema
-from ingest.landing.schema_guard import ColumnRegistry
-from tests.studio_schema import matches, studio_schema
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.decode import wire_format
+from ingest.landing.decode.decoder import Decoder
+from ingest.landing.decode.proto_arrow import RECURSION_LIMIT
+from ingest.landing.decode.schema_guard import KnownColumns
+from ingest.landing.decode.schema_registry import build_schema
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "decode_nested.md"
 NESTED_ID, FLAT_ID = 1, 4
@@ -100,9 +100,9 @@ def measure(events: int, repeats: int, native: bool) -> dict[str, dict[str, floa
         if not native:
             plan.native = None
         records = _records(schema_id, payloads)
-        first = decoder.decode(records, ColumnRegistry())  # warm: the plan is built once per id
+        first = decoder.decode(records, KnownColumns())  # warm: the plan is built once per id
         assert first.table is not None and not first.dead_letters, first.dead_letters[:1]
-        seconds = _best_cpu(lambda records=records: decoder.decode(records, ColumnRegistry()), repeats)
+        seconds = _best_cpu(lambda records=records: decoder.decode(records, KnownColumns()), repeats)
         parse = _best_cpu(lambda payloads=payloads, plan=plan: plan.parse(payloads), repeats)
         found[f"{name}, {'native' if native else 'upb'} path"] = {
             "us_per_event": seconds / events * 1e6,

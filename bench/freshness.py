@@ -45,13 +45,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
+from gamelake_dev.producer.publish import ensure_topic
 
 from bench.incremental import STOCK_GAMES, _copy_project
 from bench.run import _env, _event_pool, _load, _produce
 from bench.soak import _kafka_count, _landed, _rss_mb
-from ingest.core.endpoints import Endpoints
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.producer.publish import ensure_topic
+from ingest.core.settings.endpoints import Endpoints
+from ingest.core.settings.paths import PROJECT_DIR
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "freshness.md"
 REFRESH_PORT = 9397

@@ -32,7 +32,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 
 PROJECT_FILES = ["dbt_project.yml", "selectors.yml", "models", "macros", "data-tests", "seeds", "profiles"]
 EVENT_TYPES = [
@@ -56,7 +56,7 @@ def _games(count: int) -> list[str]:
 def _session(root: Path) -> Any:
     from pyspark.sql import SparkSession
 
-    from ingest.core.spark import spark_settings
+    from ingest.core.spark.session import spark_settings
 
     builder = SparkSession.builder.enableHiveSupport()
     settings = spark_settings(root / "warehouse") | {

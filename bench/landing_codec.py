@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.results_file import append_section
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "landing_codec.md"
 CODECS = (("snappy", None), ("zstd", 1), ("zstd", 3))

@@ -30,12 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Producer
 from deltalake import DeltaTable
+from gamelake_dev.demo_schemas import load_version
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import ensure_topic, register_versions, schema_id_of
 
-from ingest.core.endpoints import Endpoints
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.demo_schemas import load_version
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.dev.producer.publish import ensure_topic, register_versions, schema_id_of
+from ingest.core.settings.endpoints import Endpoints
+from ingest.core.settings.paths import PROJECT_DIR
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "ingest.md"
 VERSIONS = [1, 2, 3]

@@ -30,7 +30,7 @@ from typing import Any
 
 from bench.incremental import RESULTS, _bronze_rows, _dbt, _files_read, _land, _last_execution, _session
 from bench.incremental import prepare as prepare_lakehouse
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 
 HISTORY = 20_000
 EVENT_TYPES = (

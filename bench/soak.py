@@ -35,11 +35,11 @@ import pyarrow.compute as pc
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from deltalake import DeltaTable
+from gamelake_dev.producer.publish import ensure_topic
 
 from bench.run import _cycled, _env, _load, _payload_pool, _produce
-from ingest.core.endpoints import Endpoints
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.producer.publish import ensure_topic
+from ingest.core.settings.endpoints import Endpoints
+from ingest.core.settings.paths import PROJECT_DIR
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "soak.md"
 SAMPLE_EVERY_S = 5.0

@@ -9,7 +9,7 @@ writer appends the same batches to a Delta table of its own, one commit per batc
 * delta-rs: the service's path, ``BronzeWriter.write_files`` + fenced ``commit`` carrying the
   per-partition offsets (app transactions) in the same commit;
 * Spark: ``createDataFrame(arrow table)`` + ``write.format("delta").mode("append")``
-  partitioned by ``event_date``, in the project's local session (``ingest.core.spark``).
+  partitioned by ``event_date``, in the project's local session (``ingest.core.spark.session``).
 
 Both tables are created and warmed up with one small batch first, so table creation and JVM
 start-up are not counted. Rows/s per writer are printed and appended, with machine, date and
@@ -31,17 +31,18 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka.serialization import MessageField, SerializationContext
+from gamelake_dev.demo_schemas import load_version
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import register_versions
 
-from ingest.core.endpoints import DEFAULT_BOOTSTRAP_SERVERS, DEFAULT_REGISTRY_URL, Endpoints
-from ingest.core.paths import PROJECT_DIR
-from ingest.core.settings import load_settings
-from ingest.dev.demo_schemas import load_version
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.dev.producer.publish import register_versions
-from ingest.landing.bronze_writer import BronzeWriter, Landing
-from ingest.landing.decode import Decoder
-from ingest.landing.offsets import TopicPartition
-from ingest.landing.registry import RegistryClient
+from ingest.core.settings.endpoints import DEFAULT_BOOTSTRAP_SERVERS, DEFAULT_REGISTRY_URL, Endpoints
+from ingest.core.settings.ingest_settings import load_settings
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.decode.decoder import Decoder
+from ingest.landing.decode.schema_registry import SchemaRegistryClient
+from ingest.landing.delta.bronze_writer import BronzeWriter
+from ingest.landing.delta.fences import Landing
+from ingest.landing.records import TopicPartition
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "writer_choice.md"
 VERSIONS = [1, 2, 3]
@@ -98,7 +99,7 @@ def decoded_batches(registry_url: str, rows: int, batch: int, scratch: Path) -> 
         partition = n % PARTITIONS
         records.append(Record(topic, partition, n // PARTITIONS, event.gamer_id.encode(), value, now_ms))
     settings = load_settings(registry_url=registry_url, warehouse_dir=scratch)
-    decoder = Decoder(RegistryClient(settings), 0, 0.1)
+    decoder = Decoder(SchemaRegistryClient(settings), 0, 0.1)
     writer = BronzeWriter(scratch / "decode-schema", "bench")
     tables = []
     for start in range(0, rows, batch):
@@ -161,7 +162,7 @@ def _evolve(writer: BronzeWriter, table: pa.Table) -> None:
 
 
 def bench_spark(batches: list[pa.Table], warmup: pa.Table, path: Path, warehouse: Path) -> float:
-    from ingest.core.spark import local_session
+    from ingest.core.spark.session import local_session
 
     spark = local_session(warehouse)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from bench.commit_tombstones import table_with_tombstones
 from bench.results_file import append_section
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "writer_memory.md"
 HEADING = "# What a writer of bronze keeps in memory, against the table's tombstones\n"
@@ -62,8 +62,9 @@ def _commits_by_handle(path: Path, commits: int) -> None:
 
 
 def _commits_by_writer(path: Path, commits: int) -> None:
-    from ingest.landing.bronze_writer import BronzeWriter, Landing
-    from ingest.landing.offsets import TopicPartition
+    from ingest.landing.delta.bronze_writer import BronzeWriter
+    from ingest.landing.delta.fences import Landing
+    from ingest.landing.records import TopicPartition
 
     writer = BronzeWriter(path, "bench")
     tp = TopicPartition("bench", 0)
@@ -80,7 +81,7 @@ def child(kind: str, path: Path, commits: int) -> None:
     import deltalake  # noqa: F401  (imports first, so the baseline holds them)
     import pyarrow  # noqa: F401
 
-    import ingest.landing.bronze_writer  # noqa: F401
+    import ingest.landing.delta.bronze_writer  # noqa: F401
 
     base = _status_mb("VmRSS")
     (_commits_by_handle if kind == "handle" else _commits_by_writer)(path, commits)
@@ -105,7 +106,7 @@ def _measure(kind: str, path: Path, commits: int) -> dict[str, float]:
 def _prepared(path: Path, tombstones: int) -> None:
     """A table with that many tombstones, made a bronze once (its columns and properties set),
     so that the measured writer opens it as a restarted service does, with no change to make."""
-    from ingest.landing.bronze_writer import BronzeWriter
+    from ingest.landing.delta.bronze_writer import BronzeWriter
 
     table_with_tombstones(path, tombstones).create_checkpoint()
     BronzeWriter(path, "bench")

@@ -1,7 +1,9 @@
 """The ``ingest`` console script: one subcommand per job.
 
-Each subcommand lives in its own module and registers itself through ``add_parser``;
-this file only wires them together and turns gamelake's errors into clear messages.
+Each subcommand lives in a module of its own (``*_command.py``) and registers itself through
+``add_parser``; subcommands of other installed packages come in through the entry-point group
+``gamelake.commands`` (the dev tooling's ``stack`` and ``produce``). This file only wires them
+together and turns gamelake's errors into clear messages.
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import entry_points
 from typing import Any
 
 from ingest.core.errors import ConfigError, IngestError
-from ingest.core.log_setup import report_failure
+from ingest.core.logs.setup import report_failure
 
 Handler = Callable[[argparse.Namespace], int]
+# Subcommands from other installed packages: the dev tooling's `ingest stack` and `ingest produce`.
+PLUGIN_GROUP = "gamelake.commands"
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -38,27 +43,28 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ingest.dev.localstack import command as stack_command
-    from ingest.dev.producer import cli as produce_cli
-    from ingest.games import command as games_command
-    from ingest.landing import run_command
-    from ingest.ops import bronze_commands, dbt_build, dead_letter_commands, refresh
-    from ingest.ops.status import command as status
+    from ingest.games import games_command
+    from ingest.landing.service import run_command
+    from ingest.ops import bronze_command, dbt_build_command, dlq_command, refresh_command
+    from ingest.ops.status import status_command
 
     parser = CommandParser(
         prog="ingest",
         description="gamelake: Kafka protobuf events -> Delta. `ingest COMMAND --help` describes each one.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True)
-    produce_cli.add_parser(subparsers)
-    games_command.add_parser(subparsers)
-    dbt_build.add_parser(subparsers)
-    refresh.add_parser(subparsers)
-    run_command.add_parser(subparsers)
-    status.add_parser(subparsers)
-    dead_letter_commands.add_parser(subparsers)
-    bronze_commands.add_parser(subparsers)
-    stack_command.add_parser(subparsers)
+    for command in (
+        games_command,
+        dbt_build_command,
+        refresh_command,
+        run_command,
+        status_command,
+        dlq_command,
+        bronze_command,
+    ):
+        command.add_parser(subparsers)
+    for plugin in entry_points(group=PLUGIN_GROUP):
+        plugin.load()(subparsers)
     return parser
 
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
-from ingest.core.endpoints import Endpoints
+from ingest.core.settings.endpoints import Endpoints
+
+if os.environ.get("GAMELAKE_HIDE_RUST_RENDERER"):
+    # As where `make setup` found no cargo: importing the Rust renderer's extension fails.
+    sys.modules["gamelake_protojson"] = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -31,8 +36,8 @@ def stack() -> Iterator[Stack]:
     if "KAFKA_BOOTSTRAP_SERVERS" in os.environ and "SCHEMA_REGISTRY_URL" in os.environ:
         yield Stack(os.environ["KAFKA_BOOTSTRAP_SERVERS"], os.environ["SCHEMA_REGISTRY_URL"])
         return
-    from ingest.dev.localstack import process
-    from ingest.dev.localstack.stack import StackPorts, servers
+    from gamelake_dev.localstack import process
+    from gamelake_dev.localstack.stack import StackPorts, servers
 
     ports = StackPorts.from_env()
     started = [server for server in servers(ports) if process.start(server)]

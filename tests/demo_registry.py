@@ -1,12 +1,13 @@
 """The registry replaced at its boundary, for unit tests: schema id N is the demo's event schema
-version N (ingest/dev/proto), any other id is unknown."""
+version N (dev/gamelake_dev/proto), any other id is unknown."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ingest.dev.demo_schemas import available_versions, load_version
-from ingest.landing.registry import UnknownSchemaId
+from gamelake_dev.demo_schemas import available_versions, load_version
+
+from ingest.landing.decode.schema_registry import UnknownSchemaId
 
 
 class DemoSchema:
@@ -18,7 +19,7 @@ class DemoSchema:
 
 
 class DemoRegistry:
-    def __init__(self, settings: Any = None) -> None:  # takes RegistryClient's place, settings too
+    def __init__(self, settings: Any = None) -> None:  # takes SchemaRegistryClient's place, settings too
         pass
 
     def schema(self, schema_id: int) -> DemoSchema:

@@ -6,7 +6,7 @@ import datetime as dt
 
 from google.protobuf.message import Message
 
-from ingest.landing.bronze_columns import field_column
+from ingest.landing.decode.bronze_columns import field_column
 
 
 def expected_row(event: Message, columns: list[str]) -> dict[str, object]:

@@ -42,7 +42,7 @@ def contract_macros(contract: Contract) -> str:
         "{% macro _bronze_passthrough_prefix() %}\n"
         f"    {{{{ return('{contract.passthrough_prefix}') }}}}\n"
         "{% endmacro %}\n\n"
-        "{#- The event types of the event schema (ingest/dev/proto), all versions. -#}\n"
+        "{#- The event types of the event schema (dev/gamelake_dev/proto), all versions. -#}\n"
         "{% macro gamelake_event_types() %}\n"
         f"    {{{{ return([{event_types}\n    ]) }}}}\n"
         "{% endmacro %}\n"

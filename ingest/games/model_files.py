@@ -14,17 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.core.contract import DEFAULT_PATH, Contract, load_contract
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 from ingest.games import contract_files, game_yml
 from ingest.games.layout import (
     CONTRACT_DOCS,
     CONTRACT_MACROS,
     FROM_SEED,
+    GAMES_LIST,
     GENERATED_DIRS,
     GOLD_KINDS,
     GOLD_YML,
     MARKER,
-    REGISTRY,
     SILVER_YML,
     SOURCE_YML,
     STAGING_YML,
@@ -45,7 +45,7 @@ def _model_sql(game: Game, macro: str) -> str:
     )
 
 
-def _registry_sql(games: list[Game]) -> str:
+def _games_list_sql(games: list[Game]) -> str:
     slugs = "".join(f"\n        '{g.slug}'," for g in games)
     return (
         f"{{#- {FROM_SEED}.\n"
@@ -59,7 +59,7 @@ def _registry_sql(games: list[Game]) -> str:
 def render(games: list[Game], contract: Contract) -> dict[Path, str]:
     """Every generated file (path relative to the dbt project) and its content."""
     files = {
-        REGISTRY: _registry_sql(games),
+        GAMES_LIST: _games_list_sql(games),
         CONTRACT_MACROS: contract_files.contract_macros(contract),
         CONTRACT_DOCS: contract_files.contract_docs(contract),
         STAGING_YML: contract_files.staging_yml(contract),

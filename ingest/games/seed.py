@@ -1,4 +1,4 @@
-"""The games seed is the registry: read ``seeds/games.csv`` and refuse it unless every line is valid.
+"""The games seed lists the games: read ``seeds/games.csv`` and refuse it unless every line is valid.
 
 Slugs end up in table names and SQL literals, so a slug that is not a plain identifier is
 refused here, naming the seed line, before any file is written or any SQL runs.
@@ -17,8 +17,8 @@ SEED = Path("seeds") / "games.csv"
 REQUIRED_COLUMNS = ("game_slug", "display_name", "is_active")
 
 
-class GameRegistryError(ConfigError):
-    """seeds/games.csv is not a valid registry: the message names every bad line."""
+class GamesSeedError(ConfigError):
+    """seeds/games.csv is not a valid games seed: the message names every bad line."""
 
 
 @dataclass(frozen=True)
@@ -37,15 +37,15 @@ def _parse_bool(value: str) -> bool | None:
 
 
 def read_games(csv_path: Path) -> list[Game]:
-    """The games of the seed, in file order. Raises GameRegistryError naming every bad line."""
+    """The games of the seed, in file order. Raises GamesSeedError naming every bad line."""
     try:
         text = csv_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise GameRegistryError(f"{csv_path}: cannot read the games seed: {err}") from err
+        raise GamesSeedError(f"{csv_path}: cannot read the games seed: {err}") from err
     reader = csv.DictReader(text.splitlines())
     missing = [c for c in REQUIRED_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
-        raise GameRegistryError(f"{csv_path}: missing column(s) {', '.join(missing)} in the header line")
+        raise GamesSeedError(f"{csv_path}: missing column(s) {', '.join(missing)} in the header line")
     games: list[Game] = []
     problems: list[str] = []
     first_line: dict[str, int] = {}
@@ -69,8 +69,8 @@ def read_games(csv_path: Path) -> list[Game]:
         studio = (row.get("studio") or "").strip()
         games.append(Game(slug, row["display_name"].strip(), is_active, studio, line))
     if problems:
-        raise GameRegistryError(
-            "the games seed is not a valid registry; nothing was generated:\n  "
+        raise GamesSeedError(
+            "the games seed is not valid; nothing was generated:\n  "
             + "\n  ".join(problems)
             + f"\n({SLUG_RULE})"
         )

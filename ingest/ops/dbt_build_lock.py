@@ -20,7 +20,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
-from ingest.ops.native_plan import MigrationError
+from ingest.ops.migrations.json_text_plan import MigrationError
 
 LOCK_TABLE = Path("silver.db") / "gamelake_build_lock"
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from ingest.core.errors import ConfigError
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 
 SITE = PROJECT_DIR / "target"
 PAGES = ("index.html", "static_index.html")

@@ -35,7 +35,7 @@
     {{ return('proto_') }}
 {% endmacro %}
 
-{#- The event types of the event schema (ingest/dev/proto), all versions. -#}
+{#- The event types of the event schema (dev/gamelake_dev/proto), all versions. -#}
 {% macro gamelake_event_types() %}
     {{ return([
         'session_start',

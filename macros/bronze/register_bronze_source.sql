@@ -22,7 +22,7 @@
 {% endmacro %}
 
 {#- GAMELAKE_BRONZE_PATH wins; otherwise spark.gamelake.bronze.path, which
-    ingest/core/spark.py derives from the warehouse folder. -#}
+    ingest/core/spark/session.py derives from the warehouse folder. -#}
 {% macro _bronze_location() %}
     {%- set location = env_var('GAMELAKE_BRONZE_PATH', '') -%}
     {%- if not location -%}
@@ -31,7 +31,7 @@
     {%- endif -%}
     {%- if not location or location == '<undefined>' -%}
         {{ exceptions.raise_compiler_error(
-            "bronze location unknown: set GAMELAKE_BRONZE_PATH or run `python -m ingest.core.spark write-defaults`") }}
+            "bronze location unknown: set GAMELAKE_BRONZE_PATH or run `python -m ingest.core.spark.session write-defaults`") }}
     {%- endif -%}
     {%- if "'" in location or "\\" in location -%}
         {{ exceptions.raise_compiler_error("bronze location must not contain quotes or backslashes: " ~ location) }}

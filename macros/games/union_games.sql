@@ -1,4 +1,4 @@
-{#- One relation over every game of the registry (gamelake_games(), generated
+{#- One relation over every game of the seed (gamelake_games(), generated
     from seeds/games.csv): union all of gold_<game>_<suffix>, with the seed's
     display name and studio, and row_key: key_columns joined with ':'. -#}
 {% macro union_games(model_suffix, key_columns) %}

@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 
 DBT_PROJECT_FILES = [
     "dbt_project.yml",
@@ -65,7 +65,7 @@ MAX_FUTURE = timedelta(minutes=1440)
 def local_spark(warehouse: Path) -> Iterator[Any]:
     """The project's local Spark session on ``warehouse``, for dbt's session profile, with the
     environment that would point dbt elsewhere removed; stopped after."""
-    from ingest.core.spark import local_session
+    from ingest.core.spark.session import local_session
 
     with pytest.MonkeyPatch.context() as env:
         for name in ("GAMELAKE_BRONZE_PATH", "GAMELAKE_DBT_TARGET", "GAMELAKE_DBT_SCHEMA"):

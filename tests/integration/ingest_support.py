@@ -16,9 +16,9 @@ import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient
 from deltalake import DeltaTable
+from gamelake_dev.producer.publish import REGISTRY_TIMEOUT_S
 
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.producer.publish import REGISTRY_TIMEOUT_S
+from ingest.core.settings.paths import PROJECT_DIR
 
 
 def bronze(warehouse: Path) -> pa.Table:

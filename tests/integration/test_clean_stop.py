@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 from tests.integration.ingest_support import assert_exactly_once, bronze, service_env, wait_until
 
 pytestmark = pytest.mark.integration

@@ -1,6 +1,6 @@
 """`dbt build --target cluster` on a real distributed Spark: standalone master + worker + Thrift Server.
 
-The cluster is started and stopped by project code (ingest.dev.localstack.spark_cluster) on
+The cluster is started and stopped by project code (gamelake_dev.localstack.spark_cluster) on
 loopback, with a private state folder and metastore. Bronze is written with delta-rs, as the
 ingest service writes it; the results are read back through the Thrift Server and compared
 with expectations computed in Python.
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gamelake_dev.localstack import process, spark_cluster
 
-from ingest.dev.localstack import process, spark_cluster
 from ingest.games import model_files as games
 from tests.integration import dbt_support as support
 
@@ -114,8 +114,9 @@ def test_dbt_build_on_the_cluster_target_is_exact(
 def test_every_server_the_project_starts_listens_on_loopback_only(
     cluster: spark_cluster.ClusterConfig, stack: Any, fresh_topic: str, tmp_path: Path
 ) -> None:
-    from ingest.dev.localstack.stack import StackPorts, servers
-    from ingest.dev.producer.publish import ensure_topic
+    from gamelake_dev.localstack.stack import StackPorts, servers
+    from gamelake_dev.producer.publish import ensure_topic
+
     from tests.integration.ingest_support import service_env, start_service
     from tests.integration.listening_sockets import descendants, is_loopback, listening
 

@@ -26,13 +26,14 @@ from confluent_kafka import Message
 from confluent_kafka.schema_registry import Schema
 from google.protobuf import descriptor_pb2, json_format, message_factory
 
-from ingest.core.paths import PROJECT_DIR, spark_warehouse
+from ingest.core.settings.paths import PROJECT_DIR, spark_warehouse
 from ingest.games import model_files
-from ingest.landing import wire_format
-from ingest.landing.bronze_writer import BronzeWriter, Landing
-from ingest.landing.decode import Decoder
-from ingest.landing.offsets import TopicPartition
-from ingest.landing.registry import build_schema
+from ingest.landing.decode import wire_format
+from ingest.landing.decode.decoder import Decoder
+from ingest.landing.decode.schema_registry import build_schema
+from ingest.landing.delta.bronze_writer import BronzeWriter
+from ingest.landing.delta.fences import Landing
+from ingest.landing.records import TopicPartition
 from tests.integration import dbt_support as support
 from tests.integration.ingest_support import registry_client
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ingest.core.contract import load_contract
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 from ingest.games import model_files as games
 from ingest.ops import docs_site
 from tests.integration import dbt_support as support
@@ -42,10 +42,10 @@ class Lake:
         self.quarantine: dict[str, list[str]] = {}
         self.timings: dict[str, float] = {}
 
-    def set_games(self, registry: dict[str, bool]) -> None:
-        support.write_seed(self.project, registry)
+    def set_games(self, seeded: dict[str, bool]) -> None:
+        support.write_seed(self.project, seeded)
         games.sync(self.project)
-        self.registry = registry
+        self.seeded = seeded
 
     def land(self, rows: list[dict[str, Any]], schema: str) -> None:
         support.append_bronze(self.spark, self.bronze_path, rows, schema)
@@ -78,7 +78,7 @@ class Lake:
         result = self.dbt("build", *(("--select", *select) if select else ()))
         self.timings[label] = time.monotonic() - started
         if not select:  # quarantine is insert-only: each run adds new rejects, judged with that run's seed
-            for key, reasons in support.expected_quarantine(self.rows, set(self.registry)).items():
+            for key, reasons in support.expected_quarantine(self.rows, set(self.seeded)).items():
                 self.quarantine.setdefault(key, reasons)
         return result
 
@@ -264,7 +264,7 @@ def test_a_new_game_gets_its_tables_backfilled_from_bronze(lake: Lake) -> None:
     assert_gold_exact(lake, NEW_GAME, assert_silver_exact(lake, NEW_GAME))
     union = lake.table("gold.gold_all_games_player_agg")
     assert {row["game_slug"] for row in union} == {ACTIVE, PAUSED, NEW_GAME}  # gamma is inactive: no rows
-    per_game = sum(len(lake.table(f"gold.gold_{g}_player_agg")) for g in lake.registry)
+    per_game = sum(len(lake.table(f"gold.gold_{g}_player_agg")) for g in lake.seeded)
     assert len(union) == per_game
 
 
@@ -369,7 +369,8 @@ def test_spark_reads_string_boolean_and_decimal_filters_on_bronze_statistics(
 
 def test_spark_reads_the_ingests_native_nested_columns(lake: Lake, tmp_path: Path) -> None:
     # Structs, arrays, maps, binary, decimals and JSON text as the ingest's writer lands them.
-    from tests.studio_schema import comparable, expected
+    from gamelake_dev.studio_schema import comparable, expected
+
     from tests.unit.test_native_types import write_studio_bronze
 
     sent = write_studio_bronze(tmp_path / "bronze")
@@ -447,7 +448,7 @@ def test_docs_site_shows_each_games_lineage(lake: Lake, tmp_path: Path) -> None:
     bronze, staging = "source.gamelake.bronze.game_events", "model.gamelake.stg_bronze__new_events"
     assert (bronze, staging) in edges
     assert (bronze, "model.gamelake.stg_bronze__game_events") in edges
-    for game in lake.registry:
+    for game in lake.seeded:
         silver = f"model.gamelake.silver_{game}"
         golds = [f"model.gamelake.gold_{game}_player_agg", f"model.gamelake.gold_{game}_daily_active"]
         assert {silver, *golds} <= nodes, f"{game}: per-game nodes missing from the lineage graph"

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
+from gamelake_dev.producer.publish import ensure_topic
 
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.producer.publish import ensure_topic
+from ingest.core.settings.paths import PROJECT_DIR
 from tests.integration.ingest_support import assert_exactly_once, run_service, service_env, wait_until
 
 pytestmark = pytest.mark.integration

@@ -1,7 +1,7 @@
 """OPTIMIZE (delta-rs and Spark) and dbt-style Spark reads while the service lands a live stream.
 
 Four writers race on bronze's log: the service's fenced appends, the service's own periodic
-compaction, ``ingest.landing.compaction.compact`` (delta-rs ``optimize.compact()``) from another
+compaction, ``ingest.landing.upkeep.compaction.compact`` (delta-rs ``optimize.compact()``) from another
 process, and Spark's ``OPTIMIZE``. Spark also reads bronze the way dbt does, again and again.
 Ingest must keep going and land every record exactly once; Spark and delta-rs must agree.
 
@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import publish
 
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.dev.producer.publish import publish
-from ingest.landing.compaction import compact, compaction_lock
+from ingest.landing.upkeep.compaction import compact, compaction_lock
 from tests.integration.ingest_support import assert_exactly_once, service_env, start_service, table
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -83,7 +83,7 @@ def _wait_rows(path: Path, count: int, proc, log: Path, timeout: float = 90) -> 
 
 
 def test_optimize_and_spark_reads_during_ingest_keep_exactly_once(stack, fresh_topic, tmp_path):
-    from ingest.core.spark import local_session
+    from ingest.core.spark.session import local_session
 
     path = tmp_path / "bronze" / "game_events"
     log = tmp_path / "ingest.log"

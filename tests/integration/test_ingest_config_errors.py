@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 from tests.integration.ingest_support import service_env
 
 pytestmark = pytest.mark.integration
@@ -38,7 +38,7 @@ def _run(env: dict[str, str], *command: str) -> subprocess.CompletedProcess[str]
     ],
 )
 def test_bad_configuration_is_a_clear_error(stack, fresh_topic, tmp_path, override, message):
-    from ingest.dev.producer.publish import ensure_topic
+    from gamelake_dev.producer.publish import ensure_topic
 
     ensure_topic(stack.endpoints(fresh_topic), 1)
     started = time.monotonic()

@@ -7,10 +7,10 @@ import signal
 
 import pytest
 from deltalake import DeltaTable
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import publish
 
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.dev.producer.publish import publish
-from ingest.landing import wire_format as wire
+from ingest.landing.decode import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     produce_raw,

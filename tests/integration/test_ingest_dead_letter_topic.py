@@ -10,12 +10,12 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from gamelake_dev.demo_schemas import load_version
+from gamelake_dev.producer.publish import ensure_topic, register_versions
 
-from ingest.core.settings import load_settings
-from ingest.dev.demo_schemas import load_version
-from ingest.dev.producer.publish import ensure_topic, register_versions
-from ingest.landing import wire_format as wire
-from ingest.ops.dead_letter_commands import read_topic, select
+from ingest.core.settings.ingest_settings import load_settings
+from ingest.landing.decode import wire_format as wire
+from ingest.ops.dlq_command import read_topic, select
 from tests.integration.ingest_support import (
     bronze,
     kafka_coordinates,

@@ -8,11 +8,11 @@ import uuid
 import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference
+from gamelake_dev.demo_schemas import MESSAGE_NAME, load_version
+from gamelake_dev.producer.publish import ensure_topic, register_versions
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
-from ingest.dev.demo_schemas import MESSAGE_NAME, load_version
-from ingest.dev.producer.publish import ensure_topic, register_versions
-from ingest.landing import wire_format as wire
+from ingest.landing.decode import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,

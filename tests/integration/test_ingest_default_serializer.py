@@ -13,9 +13,9 @@ import datetime as dt
 import pytest
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from gamelake_dev.producer.publish import ensure_topic
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2, wrappers_pb2
 
-from ingest.dev.producer.publish import ensure_topic
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,

@@ -7,10 +7,10 @@ import uuid
 
 import pyarrow as pa
 import pytest
+from gamelake_dev.demo_schemas import MESSAGE_NAME
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import publish
 
-from ingest.dev.demo_schemas import MESSAGE_NAME
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.dev.producer.publish import publish
 from tests.integration.ingest_support import assert_exactly_once, bronze, run_service, service_env, table
 
 pytestmark = pytest.mark.integration
@@ -95,7 +95,7 @@ def test_status_reports_tables_offsets_lag_and_schema_ids(landed, stack):
     import subprocess
     import sys
 
-    from ingest.core.paths import PROJECT_DIR
+    from ingest.core.settings.paths import PROJECT_DIR
 
     topic, warehouse, _, summary = landed
     env = service_env(stack, topic, warehouse)
@@ -119,7 +119,7 @@ def test_status_reports_tables_offsets_lag_and_schema_ids(landed, stack):
 
 
 def test_spark_with_delta_reads_bronze_as_written(landed):
-    from ingest.core.spark import local_session
+    from ingest.core.spark.session import local_session
 
     _, warehouse, _, _ = landed
     spark = local_session(warehouse / "spark-check")

@@ -8,9 +8,9 @@ import time
 import urllib.request
 
 import pytest
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import publish
 
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.dev.producer.publish import publish
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,

@@ -22,11 +22,11 @@ import pytest
 from confluent_kafka.schema_registry import record_subject_name_strategy
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from gamelake_dev.producer.publish import SERIALIZER_CONF, ensure_topic, schema_id_of
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from google.protobuf.message import Message
 
-from ingest.dev.producer.publish import SERIALIZER_CONF, ensure_topic, schema_id_of
-from ingest.landing import wire_format as wire
+from ingest.landing.decode import wire_format as wire
 from tests.expected_rows import expected_row
 from tests.integration.ingest_support import (
     assert_exactly_once,

@@ -12,10 +12,10 @@ import base64
 
 import pytest
 from confluent_kafka.schema_registry import Schema
+from gamelake_dev.producer.publish import ensure_topic
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from ingest.dev.producer.publish import ensure_topic
-from ingest.landing import wire_format
+from ingest.landing.decode import wire_format
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,

@@ -19,9 +19,10 @@ import pyarrow as pa
 import pytest
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from gamelake_dev.producer.publish import ensure_topic
+from gamelake_dev.studio_schema import comparable, expected, matches, studio_schema
 
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.producer.publish import ensure_topic
+from ingest.core.settings.paths import PROJECT_DIR
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
@@ -34,7 +35,6 @@ from tests.integration.ingest_support import (
     table,
     wait_until,
 )
-from tests.studio_schema import comparable, expected, matches, studio_schema
 
 pytestmark = pytest.mark.integration
 
@@ -93,15 +93,14 @@ def test_every_shape_lands_natively_and_a_nested_field_widens_the_struct_live(st
     assert_exactly_once(tmp_path, stack.bootstrap_servers, fresh_topic)
 
 
-def test_an_old_bronze_keeps_landing_json_text_then_is_migrated_and_lands_natively(
-    stack, fresh_topic, tmp_path
-):
+def test_an_old_bronze_is_refused_until_it_is_migrated_then_lands_natively(stack, fresh_topic, tmp_path):
     """A bronze the service before native types left (JSON text columns, offsets in Delta): the
-    upgraded service lands into it without a dead letter, the migration command converts it in one
-    commit, and the service lands natively after it; every record once, values as sent."""
+    service refuses it in one line naming the migration and exits 2, landing nothing; the migration
+    command converts it in one commit, and the service then lands natively; every record once,
+    values as sent."""
     from deltalake import CommitProperties, Transaction, write_deltalake
 
-    from ingest.landing.offsets import TopicPartition, txn_app_id
+    from ingest.landing.records import TopicPartition, txn_app_id
     from tests.unit.test_native_migration import _after_migration, _old_table
 
     ensure_topic(stack.endpoints(fresh_topic), partitions=1)
@@ -124,15 +123,10 @@ def test_an_old_bronze_keeps_landing_json_text_then_is_migrated_and_lands_native
     )
     env = service_env(stack, fresh_topic, tmp_path)
     log = tmp_path / "ingest.log"
-    assert run_service(env, log=log) == 0, log.read_text()[-3000:]
-    assert (
-        table(tmp_path, "dead_letters").num_rows == 0
-        if (tmp_path / "bronze" / "dead_letters").exists()
-        else True
-    )
-    assert bronze(tmp_path).num_rows == 30
-    texts = {r["event_id"]: r["loadout"] for r in bronze(tmp_path).to_pylist()}
-    assert all(texts[m.event_id] is None or isinstance(texts[m.event_id], str) for m in sent)
+    assert run_service(env, log=log) == 2, log.read_text()[-3000:]
+    refusals = [line for line in log.read_text().splitlines() if "migrate-native-types" in line]
+    assert len(refusals) == 1 and "it was landed before native types" in refusals[0], refusals
+    assert bronze(tmp_path).num_rows == 10, "nothing lands on a bronze from before native types"
 
     migrated = subprocess.run(
         [sys.executable, "-m", "ingest.cli", "bronze", "migrate-native-types"],
@@ -140,14 +134,14 @@ def test_an_old_bronze_keeps_landing_json_text_then_is_migrated_and_lands_native
     )  # fmt: skip
     assert migrated.returncode == 0, migrated.stderr[-3000:]
     summary = json.loads(migrated.stdout)
-    assert summary["rows_rewritten"] == 30 and "loadout" in summary["columns_converted"]
-    assert "30 / 30 rows" in migrated.stderr
+    assert summary["rows_rewritten"] == 10 and "loadout" in summary["columns_converted"]
+    assert "10 / 10 rows" in migrated.stderr
 
     later = _produce(stack, fresh_topic, 2, 20)
     assert run_service(env, log=log) == 0, log.read_text()[-3000:]
     rows = {r["event_id"]: r for r in bronze(tmp_path).to_pylist()}
     assert len(rows) == 50
-    for i, m in enumerate(sent):  # landed as JSON text (the first ten by the old service), converted
+    for i, m in enumerate(sent):  # the first ten landed as JSON text by the old service, converted
         want = _after_migration(m) if i < 10 else expected(m)  # the old service kept no presence
         if want["loadout"] is not None:
             want["loadout"]["skin"] = None

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
+from gamelake_dev.demo_schemas import load_version
+from gamelake_dev.producer.publish import ensure_topic, register_versions
 
-from ingest.dev.demo_schemas import load_version
-from ingest.dev.producer.publish import ensure_topic, register_versions
-from ingest.landing import wire_format as wire
+from ingest.landing.decode import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,

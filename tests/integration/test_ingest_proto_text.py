@@ -13,11 +13,11 @@ import datetime as dt
 import pytest
 import requests
 from confluent_kafka.schema_registry import Schema, SchemaReference
+from gamelake_dev.demo_schemas import PROTO_DIR, PROTO_FILE, load_version
+from gamelake_dev.producer.publish import ensure_topic
 from google.protobuf import timestamp_pb2
 
-from ingest.dev.demo_schemas import PROTO_DIR, PROTO_FILE, load_version
-from ingest.dev.producer.publish import ensure_topic
-from ingest.landing import wire_format as wire
+from ingest.landing.decode import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,

@@ -7,9 +7,9 @@ import signal
 import time
 
 import pytest
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import publish
 
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.dev.producer.publish import publish
 from tests.integration.ingest_support import (
     assert_exactly_once,
     landed_coordinates,

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 from confluent_kafka.schema_registry import Schema, SchemaReference
 from deltalake import DeltaTable
+from gamelake_dev.demo_schemas import load_version
+from gamelake_dev.localstack import process
+from gamelake_dev.localstack.apicurio import confluent_url, registry
+from gamelake_dev.localstack.kafka import broker
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import ensure_topic, publish
 
-from ingest.core.endpoints import Endpoints
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.demo_schemas import load_version
-from ingest.dev.localstack import process
-from ingest.dev.localstack.kafka import broker
-from ingest.dev.localstack.registry import confluent_url, registry
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.dev.producer.publish import ensure_topic, publish
-from ingest.landing import wire_format as wire
+from ingest.core.settings.endpoints import Endpoints
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.decode import wire_format as wire
 from tests.integration.ingest_support import (
     assert_exactly_once,
     bronze,
@@ -317,8 +317,8 @@ def test_dlq_replay_from_the_topic_sink_lands_once(private_stack, tmp_path):
 
     # The topic cannot be stamped: its dead letters are still there, and replaying them again
     # (a rerun, or a crash before anything could be recorded) must not duplicate a row.
-    from ingest.core.settings import load_settings
-    from ingest.ops.dead_letter_commands import read_topic, replay
+    from ingest.core.settings.ingest_settings import load_settings
+    from ingest.ops.dlq_command import read_topic, replay
 
     settings = load_settings(
         bootstrap_servers=private_stack.bootstrap_servers,

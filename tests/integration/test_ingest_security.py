@@ -1,6 +1,6 @@
 """The SASL_SSL path end to end against the local broker's real SCRAM-over-TLS listener.
 
-The stack generates its CA and the broker certificate at start-up (ingest.dev.localstack.tls)
+The stack generates its CA and the broker certificate at start-up (gamelake_dev.localstack.tls)
 and listens for SASL_SSL on KAFKA_SASL_SSL_PORT. These tests create a SCRAM user with a
 distinctive password, produce and ingest through that listener, show that a wrong password and
 an untrusted CA each end the start in one line with exit code 2, and search every output for
@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 import requests
 from confluent_kafka import Producer
+from gamelake_dev.demo_schemas import load_version
+from gamelake_dev.localstack.kafka_users import add_scram_user
+from gamelake_dev.localstack.stack import StackPorts, ca_certificate
+from gamelake_dev.localstack.tls import ensure_broker_tls
+from gamelake_dev.producer.publish import ensure_topic, register_versions
 
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.demo_schemas import load_version
-from ingest.dev.localstack.kafka_users import add_scram_user
-from ingest.dev.localstack.stack import StackPorts, ca_certificate
-from ingest.dev.localstack.tls import ensure_broker_tls
-from ingest.dev.producer.publish import ensure_topic, register_versions
-from ingest.landing import wire_format
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.decode import wire_format
 from tests.integration.ingest_support import assert_exactly_once, bronze, registry_client, service_env, table
 
 pytestmark = pytest.mark.integration
@@ -178,8 +178,8 @@ REGISTRY_PASSWORD = "Heron-Copper-3385-Juniper"
 @pytest.fixture(scope="module")
 def authed_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A second Apicurio Registry that answers only requests with HTTP basic auth."""
-    from ingest.dev.localstack import process
-    from ingest.dev.localstack.registry import confluent_url, registry
+    from gamelake_dev.localstack import process
+    from gamelake_dev.localstack.apicurio import confluent_url, registry
 
     state = tmp_path_factory.mktemp("authed-registry")
     server = registry(state, 8095, 9095, users={REGISTRY_USER: REGISTRY_PASSWORD})
@@ -195,8 +195,8 @@ def test_registry_basic_auth_lands_with_the_right_password_and_is_one_line_with_
 ):
     from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
+    from gamelake_dev.producer.publish import SERIALIZER_CONF
 
-    from ingest.dev.producer.publish import SERIALIZER_CONF
     from tests.integration.ingest_support import produce_raw
 
     assert requests.get(f"{authed_registry}/subjects", timeout=10).status_code == 401

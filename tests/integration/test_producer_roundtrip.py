@@ -16,11 +16,10 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.schema_registry import SchemaRegistryClient, topic_subject_name_strategy
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from gamelake_dev.demo_schemas import MESSAGE_NAME, load_version
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import publish, registry_client
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-from ingest.dev.demo_schemas import MESSAGE_NAME, load_version
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.dev.producer.publish import publish, registry_client
 
 pytestmark = pytest.mark.integration
 

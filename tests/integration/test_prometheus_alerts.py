@@ -29,13 +29,13 @@ from urllib.parse import urlsplit
 
 import pytest
 from confluent_kafka import Producer
+from gamelake_dev.demo_schemas import load_version
+from gamelake_dev.producer.publish import ensure_topic, register_versions
+from gamelake_dev.screenshot import rendered_dom, screenshot
 
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.demo_schemas import load_version
-from ingest.dev.producer.publish import ensure_topic, register_versions
-from ingest.dev.screenshot import rendered_dom, screenshot
-from ingest.landing import wire_format
-from ingest.landing.run_command import DASHBOARD_PANELS
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.decode import wire_format
+from ingest.landing.service.run_command import DASHBOARD_PANELS
 from tests.integration.ingest_support import (
     assert_exactly_once,
     free_port,

@@ -23,11 +23,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from gamelake_dev.screenshot import rendered_dom, screenshot
 
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.screenshot import rendered_dom, screenshot
-from ingest.landing.bronze_writer import CHANGE_DATA_FEED, ensure_table
-from ingest.ops.refresh import DASHBOARD_PANELS
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.delta.bronze_writer import CHANGE_DATA_FEED
+from ingest.landing.delta.tables import ensure_table
+from ingest.ops.refresh_command import DASHBOARD_PANELS
 from tests.integration import dbt_support as support
 from tests.integration.ingest_support import wait_until
 

@@ -7,12 +7,12 @@ import socket
 import pytest
 import requests
 from confluent_kafka.admin import AdminClient
+from gamelake_dev.localstack import process
+from gamelake_dev.localstack.apicurio import confluent_url, registry
+from gamelake_dev.localstack.kafka import broker
+from gamelake_dev.localstack.stack import StackPorts, describe, up
 
 from ingest.core.errors import StackError
-from ingest.dev.localstack import process
-from ingest.dev.localstack.kafka import broker
-from ingest.dev.localstack.registry import confluent_url, registry
-from ingest.dev.localstack.stack import StackPorts, describe, up
 from tests.integration.ingest_support import free_port
 
 pytestmark = pytest.mark.integration

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import ensure_topic, publish
 
-from ingest.core.paths import PROJECT_DIR
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.dev.producer.publish import ensure_topic, publish
+from ingest.core.settings.paths import PROJECT_DIR
 from tests.integration import dbt_support as support
 from tests.integration.ingest_support import produce_raw, run_service, service_env, wait_until
 

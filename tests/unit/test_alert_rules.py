@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 
 RULES_DIR = PROJECT_DIR / "ops" / "prometheus"
 ENSURE_PROMTOOL = RULES_DIR / "ensure-promtool.sh"

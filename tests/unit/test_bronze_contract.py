@@ -12,7 +12,7 @@ import yaml
 
 from ingest.core.contract import DEFAULT_PATH, load_contract
 from ingest.core.errors import ConfigError
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.settings.paths import PROJECT_DIR
 from ingest.games.layout import (
     CONTRACT_DOCS,
     CONTRACT_MACROS,
@@ -21,7 +21,7 @@ from ingest.games.layout import (
     STAGING_YML,
 )
 from ingest.games.model_files import sync
-from ingest.landing.bronze_columns import EVENT_TIME_FIELD, KAFKA_COLUMNS, PARTITION_COLUMN
+from ingest.landing.decode.bronze_columns import EVENT_TIME_FIELD, KAFKA_COLUMNS, PARTITION_COLUMN
 
 HERO_CLASS = """\
   - bronze: hero_class
@@ -218,7 +218,7 @@ def test_a_passthrough_named_like_a_staging_column_gets_the_prefix_and_others_ke
 
 
 def test_the_ingest_announces_exactly_the_fields_staging_renames() -> None:
-    from ingest.landing.lander import staging_renames
+    from ingest.landing.service.lander import staging_renames
 
     assert staging_renames(["hero_class", "event_id", "game_name"], [7]) is None
     message = staging_renames(["hero_class", "event_at", "schema_id"], [7, 9])

@@ -12,8 +12,10 @@ import pyarrow.dataset as ds
 import pytest
 from deltalake import DeltaTable
 
-from ingest.landing.bronze_writer import STRING_STATS_PREFIX, BronzeWriter, Landing
-from ingest.landing.offsets import TopicPartition
+from ingest.landing.delta.bronze_writer import BronzeWriter
+from ingest.landing.delta.fences import Landing
+from ingest.landing.delta.statistics import STRING_STATS_PREFIX
+from ingest.landing.records import TopicPartition
 
 TP = TopicPartition("t", 0)
 EXTRA = [

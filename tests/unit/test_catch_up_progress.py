@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from ingest.core.log_setup import CLEAR_LINE
-from ingest.landing.lag import Lag, measure_lag
-from ingest.landing.offsets import TopicPartition
-from ingest.landing.progress import CatchUpProgress, duration, progress_line
+from ingest.core.logs.setup import CLEAR_LINE
+from ingest.landing.kafka.lag import Lag, measure_lag
+from ingest.landing.records import TopicPartition
+from ingest.landing.service.progress import CatchUpProgress, duration, progress_line
 
 
 class Terminal(io.StringIO):

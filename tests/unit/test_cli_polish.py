@@ -14,12 +14,12 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
+from gamelake_dev.producer.publish import ProduceSummary
 
 from ingest.cli import build_parser
 from ingest.core.errors import ConfigError
-from ingest.core.paths import PROJECT_DIR
-from ingest.core.settings import load_settings
-from ingest.dev.producer.publish import ProduceSummary
+from ingest.core.settings.ingest_settings import load_settings
+from ingest.core.settings.paths import PROJECT_DIR
 
 CLOSED_PORT = "127.0.0.1:1"
 

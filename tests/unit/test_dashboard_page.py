@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ingest.core.dashboard_page import render_page
-from ingest.core.metric_history import Panel, Series
+from ingest.core.metrics.dashboard_page import render_page
+from ingest.core.metrics.history import Panel, Series
 
 MINUTE = [(1000.0 + 5 * i, float(i % 4)) for i in range(13)]  # 60 s of a wobbling value
 

@@ -12,15 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gamelake_dev.screenshot import rendered_dom, screenshot
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from ingest.core import metrics
-from ingest.core.dashboard_page import render_page
 from ingest.core.errors import IngestError
-from ingest.core.metric_history import Kind, MetricHistory, Panel
-from ingest.dev.screenshot import rendered_dom, screenshot
-from ingest.landing import run_command
-from ingest.ops import refresh
+from ingest.core.metrics import prometheus as metrics
+from ingest.core.metrics.dashboard_page import render_page
+from ingest.core.metrics.history import Kind, MetricHistory, Panel
+from ingest.landing.service import run_command
+from ingest.ops import refresh_command as refresh
 
 PANELS = [
     Panel("Consumer lag (records)", "lag", note="all partitions added up"),

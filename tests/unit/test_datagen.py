@@ -1,7 +1,7 @@
 from collections import Counter
 from datetime import timedelta
 
-from ingest.dev.producer.datagen import DEFAULT_ANCHOR, EventGenerator
+from gamelake_dev.producer.datagen import DEFAULT_ANCHOR, EventGenerator
 
 GAMES = ["space_raiders", "kart_legends", "puzzle_pop"]
 

@@ -9,9 +9,8 @@ from confluent_kafka import Message
 from deltalake import DeltaTable, write_deltalake
 
 from ingest.core.errors import FramingError
-from ingest.landing.dead_letters import DeltaDeadLetters, to_table
-from ingest.landing.decode import DeadLetter
-from ingest.landing.offsets import TopicPartition
+from ingest.landing.records import DeadLetter, TopicPartition
+from ingest.landing.side_tables.dead_letters import DeltaDeadLetters, to_table
 from ingest.ops.dead_letter_purge import purge
 
 OLD_BYTES = b"player-email@example.org old"

@@ -9,17 +9,17 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Message
 from deltalake import DeltaTable
+from gamelake_dev.demo_schemas import load_version
 
 from ingest.core.errors import SchemaLookupError
-from ingest.core.settings import IngestSettings
-from ingest.dev.demo_schemas import load_version
-from ingest.landing import wire_format as wire
-from ingest.landing.bronze_writer import BronzeWriter, Landing
-from ingest.landing.dead_letters import DeltaDeadLetters, to_table
-from ingest.landing.decode import DeadLetter
-from ingest.landing.offsets import TopicPartition
-from ingest.ops import dead_letter_commands
-from ingest.ops.dead_letter_commands import replay, replay_app_id, select
+from ingest.core.settings.ingest_settings import IngestSettings
+from ingest.landing.decode import wire_format as wire
+from ingest.landing.delta.bronze_writer import BronzeWriter
+from ingest.landing.delta.fences import Landing
+from ingest.landing.records import DeadLetter, TopicPartition
+from ingest.landing.side_tables.dead_letters import DeltaDeadLetters, to_table
+from ingest.ops import dlq_command as dead_letter_commands
+from ingest.ops.dlq_command import replay, replay_app_id, select
 from tests.demo_registry import DemoRegistry
 
 TOPIC = "events"
@@ -30,7 +30,7 @@ _Registry = DemoRegistry
 
 @pytest.fixture
 def settings(tmp_path, monkeypatch) -> IngestSettings:
-    monkeypatch.setattr(dead_letter_commands, "RegistryClient", _Registry)
+    monkeypatch.setattr(dead_letter_commands, "SchemaRegistryClient", _Registry)
     return IngestSettings(warehouse_dir=tmp_path, topics=[TOPIC], metrics_port=0)
 
 

@@ -15,11 +15,11 @@ from google.protobuf import descriptor_pb2, message_factory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.core.settings import IngestSettings
-from ingest.landing import wire_format
-from ingest.landing.decode import Decoder
-from ingest.landing.registry import RegistryClient, build_schema
-from ingest.landing.schema_guard import ColumnRegistry
+from ingest.core.settings.ingest_settings import IngestSettings
+from ingest.landing.decode import wire_format
+from ingest.landing.decode.decoder import Decoder
+from ingest.landing.decode.schema_guard import KnownColumns
+from ingest.landing.decode.schema_registry import SchemaRegistryClient, build_schema
 from tests.random_schemas import schemas
 
 F = descriptor_pb2.FieldDescriptorProto
@@ -64,7 +64,7 @@ class _Registry:
 
     def schema(self, schema_id):
         if schema_id != 1:
-            from ingest.landing.registry import UnknownSchemaId
+            from ingest.landing.decode.schema_registry import UnknownSchemaId
 
             raise UnknownSchemaId(f"schema id {schema_id} is not registered")
         return self.built
@@ -96,7 +96,7 @@ def test_random_schemas_and_random_bytes_never_raise_and_every_record_is_account
         )
     records = [_record(value, offset) for offset, value in enumerate(values)]
 
-    decoded = Decoder(registry, 0, 0.0).decode(records, ColumnRegistry())
+    decoded = Decoder(registry, 0, 0.0).decode(records, KnownColumns())
 
     rows = decoded.table.num_rows if decoded.table is not None else 0
     assert rows + len(decoded.dead_letters) == len(records)
@@ -132,7 +132,7 @@ def test_a_message_whose_values_cannot_be_read_is_a_dead_letter_and_its_neighbou
         _record(wire_format.frame(1, m.SerializeToString()), i) for i, m in enumerate([good, bad, good])
     ]
 
-    decoded = Decoder(registry, 0, 0.0).decode(records, ColumnRegistry())
+    decoded = Decoder(registry, 0, 0.0).decode(records, KnownColumns())
 
     assert decoded.table is not None and decoded.table.column("id").to_pylist() == ["a", "a"]
     [letter] = decoded.dead_letters
@@ -145,13 +145,13 @@ def test_a_schema_that_cannot_be_built_dead_letters_its_messages_with_a_stage_of
     file.dependency.append("studio/never_registered.proto")  # an import no reference brings
     with pytest.raises(TypeError):  # what protobuf raises, and what once ended the service
         build_schema(7, file)
-    client = RegistryClient(IngestSettings(registry_url="http://127.0.0.1:1", metrics_port=0))
+    client = SchemaRegistryClient(IngestSettings(registry_url="http://127.0.0.1:1", metrics_port=0))
     stored = {"schemaType": "PROTOBUF", "schema": base64.b64encode(file.SerializeToString()).decode()}
     monkeypatch.setattr(client, "_get", lambda path, not_found: stored)  # the HTTP boundary only
     records = [_record(wire_format.frame(7, b"\x0a\x01a"), 0), _record(wire_format.frame(7, b""), 1)]
 
-    decoded = Decoder(client, 0, 0.0).decode(records, ColumnRegistry())
-    again = Decoder(client, 0, 0.0).decode(records[:1], ColumnRegistry())
+    decoded = Decoder(client, 0, 0.0).decode(records, KnownColumns())
+    again = Decoder(client, 0, 0.0).decode(records[:1], KnownColumns())
 
     assert decoded.table is None and len(decoded.dead_letters) == 2
     assert {d.error.stage for d in decoded.dead_letters} == {"schema_build"}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from deltalake import DeltaTable
 
-from ingest.landing.event_log import Event, EventLog
-from ingest.landing.upkeep import Retention, upkeep
+from ingest.landing.side_tables.event_log import Event, EventLog
+from ingest.landing.upkeep.table_upkeep import Retention, upkeep
 
 
 class Clock:

@@ -1,4 +1,4 @@
-"""The games seed as registry: slug validation and per-game model generation (no services)."""
+"""The games seed: slug validation and per-game model generation (no services)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import yaml
 
 from ingest import cli
 from ingest.core.identifiers import slug_problem
-from ingest.core.paths import PROJECT_DIR
-from ingest.games.layout import REGISTRY
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.games.layout import GAMES_LIST
 from ingest.games.model_files import sync
-from ingest.games.seed import GameRegistryError, read_games
+from ingest.games.seed import GamesSeedError, read_games
 
 HEADER = "game_slug,display_name,is_active,studio,genre,platforms,launch_date"
 GOOD = "space_raiders,Space Raiders,true,Nebula Forge,shooter,pc,2023-03-14"
@@ -82,7 +82,7 @@ def test_duplicate_slug_is_refused_naming_both_lines(
 def test_every_bad_line_is_reported_at_once(tmp_path: Path) -> None:
     seed = tmp_path / "games.csv"
     seed.write_text(f"{HEADER}\nbad slug,A,true,,,,\ngood,B,maybe,,,,\n9lives,C,true,,,,\n")
-    with pytest.raises(GameRegistryError) as raised:
+    with pytest.raises(GamesSeedError) as raised:
         read_games(seed)
     message = str(raised.value)
     assert "line 2" in message and "line 3" in message and "line 4" in message
@@ -109,8 +109,8 @@ def test_sync_generates_one_config_plus_macro_call_per_model(project: Path) -> N
         lines = (project / path).read_text().splitlines()
         assert Path(path) in result.written
         assert len(lines) == 3 and lines[1].startswith("{{ config(") and call in lines[2]
-    registry = (project / REGISTRY).read_text()
-    assert registry.index("'space_raiders'") < registry.index("'kart_legends'")
+    games_list = (project / GAMES_LIST).read_text()
+    assert games_list.index("'space_raiders'") < games_list.index("'kart_legends'")
     assert "silver_kart_legends" in (project / "models/silver/games/_silver_games__models.yml").read_text()
     assert not sync(project, check=True).changed, "a second sync has nothing to do"
 

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from ingest.landing.compaction import FANOUT, compact, compaction_lock, due_partitions
-from ingest.landing.upkeep import TOMBSTONE_HOURS, Retention, upkeep
+from ingest.landing.upkeep.compaction import FANOUT, compact, compaction_lock, due_partitions
+from ingest.landing.upkeep.table_upkeep import TOMBSTONE_HOURS, Retention, upkeep
 
 
 def _small_files(path, count: int = 12) -> None:

@@ -8,16 +8,16 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 from confluent_kafka import Message
+from gamelake_dev.demo_schemas import available_versions, load_version
 from google.protobuf.descriptor import FieldDescriptor
 
 from ingest.core.errors import FramingError
-from ingest.dev.demo_schemas import available_versions, load_version
-from ingest.landing import wire_format as wire
-from ingest.landing.batch import partition_ranges
-from ingest.landing.bronze_columns import field_column
-from ingest.landing.decode import Decoder
-from ingest.landing.offsets import TopicPartition
-from ingest.landing.schema_guard import ColumnRegistry
+from ingest.landing.decode import wire_format as wire
+from ingest.landing.decode.bronze_columns import field_column
+from ingest.landing.decode.decoder import Decoder
+from ingest.landing.decode.schema_guard import KnownColumns
+from ingest.landing.records import TopicPartition
+from ingest.landing.service.batch import partition_ranges
 from tests.demo_registry import DemoRegistry
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -104,7 +104,7 @@ def test_a_mixed_batch_lands_exactly_like_the_one_record_reference(seed):
         record = _record(wire.frame(version, message.SerializeToString()), offset, rng)
         records.append(record)
         expected[offset] = _reference_row(message, record)
-    decoded = Decoder(_Registry(), 0, 0.0).decode(records, ColumnRegistry())
+    decoded = Decoder(_Registry(), 0, 0.0).decode(records, KnownColumns())
     assert decoded.dead_letters == []
     assert decoded.schema_ids == {int.from_bytes(r.value()[1:5], "big") for r in records}
     rows = decoded.table.drop_columns([]).to_pylist()
@@ -128,7 +128,7 @@ def test_poison_records_become_dead_letters_and_the_rest_lands():
         6: wire.frame(3, good),
     }
     records = [_record(values[i], i, rng) for i in range(7)]
-    decoded = Decoder(_Registry(), 0, 0.0).decode(records, ColumnRegistry())
+    decoded = Decoder(_Registry(), 0, 0.0).decode(records, KnownColumns())
     stages = {d.record.offset(): d.error.stage for d in decoded.dead_letters}
     assert stages == {1: "framing", 2: "framing", 3: "schema_lookup", 4: "decode"}
     assert decoded.table["_kafka_offset"].to_pylist() == [0, 5, 6]
@@ -180,7 +180,7 @@ def test_split_merges_both_spellings_of_the_first_message_in_batch_order():
 
 
 def test_an_empty_batch_decodes_to_nothing():
-    decoded = Decoder(_Registry(), 0, 0.0).decode([], ColumnRegistry())
+    decoded = Decoder(_Registry(), 0, 0.0).decode([], KnownColumns())
     assert decoded.table is None and decoded.dead_letters == []
     assert decoded.offsets is not None and decoded.offsets.num_rows == 0
     assert pa.types.is_int64(decoded.offsets.schema.field("offset").type)
@@ -193,7 +193,7 @@ def test_batch_ranges_count_every_record_and_its_dead_letters_per_partition():
         _record(rng.choice([wire.frame(2, good), wire.frame(2, b"\xff\xff"), None]), offset, rng)
         for offset in range(10, 70)
     ]
-    decoded = Decoder(_Registry(), 0, 0.0).decode(records, ColumnRegistry())
+    decoded = Decoder(_Registry(), 0, 0.0).decode(records, KnownColumns())
     expected: dict = {}
     for r in records:  # one record at a time, as the service used to
         tp = TopicPartition(r.topic(), r.partition())

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from ingest.core.errors import ConfigError, FramingError
-from ingest.core.kafka_config import consumer_config, producer_config
-from ingest.core.settings import load_settings
-from ingest.landing import wire_format as wire
+from ingest.core.settings.ingest_settings import load_settings
+from ingest.core.settings.kafka_config import consumer_config, producer_config
+from ingest.landing.decode import wire_format as wire
 
 
 def test_flags_win_over_environment_which_wins_over_the_file(tmp_path, monkeypatch):

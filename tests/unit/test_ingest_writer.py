@@ -9,11 +9,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
+from gamelake_dev.demo_schemas import load_version
 
-from ingest.dev.demo_schemas import load_version
-from ingest.landing.bronze_columns import field_column
-from ingest.landing.bronze_writer import BronzeWriter, Fence, FencedError, Landing, _split_by
-from ingest.landing.offsets import TopicPartition
+from ingest.landing.decode.bronze_columns import field_column
+from ingest.landing.delta.bronze_writer import BronzeWriter, _split_by
+from ingest.landing.delta.fences import Fence, FencedError, Landing
+from ingest.landing.records import TopicPartition
 
 TP = TopicPartition("events", 0)
 REPLAY = "app-dlq-replay"  # a writer other than the service, with an app transaction of its own

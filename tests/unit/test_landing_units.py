@@ -14,25 +14,26 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from deltalake import DeltaTable
+from gamelake_dev.demo_schemas import load_version
 
-from ingest.core.metrics import REGISTRY
-from ingest.core.settings import IngestSettings
-from ingest.dev.demo_schemas import load_version
-from ingest.landing import batch as batch_module
-from ingest.landing import wire_format
-from ingest.landing.batch import Batch
-from ingest.landing.bronze_writer import BronzeWriter, FencedError, Landing
-from ingest.landing.commit_report import report_commit
-from ingest.landing.compaction import BackgroundUpkeep
-from ingest.landing.dead_letters import DeltaDeadLetters
-from ingest.landing.decode import Decoder
-from ingest.landing.event_log import EventLog
-from ingest.landing.health import health_report
-from ingest.landing.lander import Lander, StaleBatchError
-from ingest.landing.offsets import TopicPartition
-from ingest.landing.ownership import PartitionOwnership
-from ingest.landing.rebalance import RebalanceHandler
-from ingest.landing.schema_guard import ColumnRegistry
+from ingest.core.metrics.prometheus import REGISTRY
+from ingest.core.settings.ingest_settings import IngestSettings
+from ingest.landing.decode import wire_format
+from ingest.landing.decode.decoder import Decoder
+from ingest.landing.decode.schema_guard import KnownColumns
+from ingest.landing.delta.bronze_writer import BronzeWriter
+from ingest.landing.delta.fences import FencedError, Landing
+from ingest.landing.kafka.ownership import PartitionOwnership
+from ingest.landing.kafka.rebalance import RebalanceHandler
+from ingest.landing.records import TopicPartition
+from ingest.landing.service import batch as batch_module
+from ingest.landing.service.batch import Batch
+from ingest.landing.service.commit_report import report_commit
+from ingest.landing.service.health import health_report
+from ingest.landing.service.lander import Lander, StaleBatchError
+from ingest.landing.side_tables.dead_letters import DeltaDeadLetters
+from ingest.landing.side_tables.event_log import EventLog
+from ingest.landing.upkeep.background import BackgroundUpkeep
 from ingest.ops.status.delta_commits import adds_rows
 
 TOPIC = "events"
@@ -249,7 +250,7 @@ def _crashed_batch(tmp_path, dead: list[int], covers: int):
 
 
 def _decoded_letters(records):
-    return Decoder(_Registry(), 0, 0.0).decode(records, ColumnRegistry()).dead_letters
+    return Decoder(_Registry(), 0, 0.0).decode(records, KnownColumns()).dead_letters
 
 
 def _tables(tmp_path) -> tuple[list[int], list[int]]:

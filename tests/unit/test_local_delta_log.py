@@ -8,12 +8,13 @@ import errno
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
-from ingest.landing import bronze_writer, local_delta_log
-from ingest.landing.bronze_columns import ROWS_KEY
-from ingest.landing.bronze_writer import BronzeWriter, Landing
-from ingest.landing.local_delta_log import why_not
-from ingest.landing.log_state import LogState
-from ingest.landing.offsets import TopicPartition
+from ingest.landing.decode.bronze_columns import ROWS_KEY
+from ingest.landing.delta import bronze_writer, local_delta_log
+from ingest.landing.delta.bronze_writer import BronzeWriter
+from ingest.landing.delta.fences import Landing
+from ingest.landing.delta.local_delta_log import why_not
+from ingest.landing.delta.log_state import LogState
+from ingest.landing.records import TopicPartition
 from tests.unit.test_ingest_writer import _rows
 
 TP = TopicPartition("events", 0)

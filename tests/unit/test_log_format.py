@@ -18,11 +18,12 @@ from datetime import datetime
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from ingest.core.json_log import log_event
-from ingest.core.log_context import batch_context
-from ingest.core.log_setup import CLEAR_LINE, configure_logging, report_failure
-from ingest.core.paths import PROJECT_DIR
-from ingest.landing.offsets import TopicPartition, mirror_to_kafka
+from ingest.core.logs.context import batch_context
+from ingest.core.logs.json_log import log_event
+from ingest.core.logs.setup import CLEAR_LINE, configure_logging, report_failure
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.kafka.offsets import mirror_to_kafka
+from ingest.landing.records import TopicPartition
 
 CLOSED_PORT = "127.0.0.1:1"
 log = logging.getLogger("gamelake.test")

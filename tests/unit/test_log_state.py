@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-from ingest.landing.log_state import LogState, UnreadableLogError
-from ingest.landing.table_properties import with_properties
+from ingest.landing.delta.log_state import LogState, UnreadableLogError
+from ingest.landing.delta.table_properties import with_properties
 
 
 def _append(path, value: int, app: str | None = None) -> None:

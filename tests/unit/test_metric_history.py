@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.core import CounterMetricFamily
 
-from ingest.core.metric_history import Kind, MetricHistory, Panel
+from ingest.core.metrics.history import Kind, MetricHistory, Panel
 
 
 def _points(history: MetricHistory, title: str) -> list[tuple[float, float]]:

@@ -11,8 +11,8 @@ import sys
 from prometheus_client.parser import text_string_to_metric_families
 
 from ingest.core.errors import MESSAGE_STAGES, MessageError
-from ingest.core.metrics import DropReason
-from ingest.core.paths import PROJECT_DIR
+from ingest.core.metrics.prometheus import DropReason
+from ingest.core.settings.paths import PROJECT_DIR
 
 RENDER = "import sys; from prometheus_client import generate_latest; from {module} import REGISTRY; " + (
     "sys.stdout.write(generate_latest(REGISTRY).decode())"
@@ -37,7 +37,7 @@ def _series_at_start(module: str) -> dict[tuple[str, tuple[tuple[str, str], ...]
 
 
 def test_every_ingest_series_starts_at_zero():
-    series = _series_at_start("ingest.core.metrics")
+    series = _series_at_start("ingest.core.metrics.prometheus")
     expected = [
         *[("gamelake_ingest_dead_letters_total", (("stage", s),)) for s in MESSAGE_STAGES],
         *[("gamelake_ingest_decode_errors_total", (("stage", s),)) for s in MESSAGE_STAGES],
@@ -53,7 +53,7 @@ def test_every_ingest_series_starts_at_zero():
 
 
 def test_every_refresh_series_starts_at_zero():
-    series = _series_at_start("ingest.ops.refresh")
+    series = _series_at_start("ingest.ops.refresh_command")
     expected = [
         ("gamelake_refresh_builds_total", (("outcome", "ok"),)),
         ("gamelake_refresh_builds_total", (("outcome", "failed"),)),

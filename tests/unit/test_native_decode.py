@@ -2,28 +2,29 @@
 
 Each case decodes the same payloads both ways: ``NativeReader.columns`` against the upb parse
 and the Python converters (``Plan.columns_of``), which the rest of the suite holds to expected
-values field by field (tests/studio_schema.py). Map entries are compared as sets: the upb path
+values field by field (dev/gamelake_dev/studio_schema.py). Map entries are compared as sets: the upb path
 gives them in its hash order, the native path in the order of the wire.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from gamelake_dev.demo_schemas import load_version
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.studio_schema import matches, studio_schema
 from google.protobuf import descriptor_pb2, message_factory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.dev.demo_schemas import load_version
-from ingest.dev.producer.datagen import EventGenerator
-from ingest.landing import wire_format
-from ingest.landing.decode import Decoder, Plan
-from ingest.landing.registry import build_schema
-from ingest.landing.schema_guard import ColumnRegistry
+from ingest.landing.decode import wire_format
+from ingest.landing.decode.decoder import Decoder, Plan
+from ingest.landing.decode.schema_guard import KnownColumns
+from ingest.landing.decode.schema_registry import build_schema
 from tests.random_schemas import fill, schemas
-from tests.studio_schema import matches, studio_schema
 
 
 class _Registry:
@@ -145,7 +146,7 @@ def test_a_schema_the_landing_schema_cannot_mirror_lands_on_the_upb_path():
     event = plan.message_class(id="a")
     event.result.score = 5
     records = [_record(wire_format.frame(1, event.SerializeToString()))]
-    decoded = Decoder(_Registry(built), 0, 0.0).decode(records, ColumnRegistry())
+    decoded = Decoder(_Registry(built), 0, 0.0).decode(records, KnownColumns())
     assert decoded.table.column("result").to_pylist() == [{"score": 5}]
 
 
@@ -154,7 +155,7 @@ def test_a_group_with_a_bad_payload_lands_its_good_records_and_dead_letters_the_
     good = [m.SerializeToString() for m in matches(1, 3, seed=4)]
     values = [good[0], b"\x0a\x05ab", good[1], b"\x0a\x02\xff\xfe", good[2]]  # truncated, bad UTF-8
     records = [_record(wire_format.frame(1, v), offset) for offset, v in enumerate(values)]
-    decoded = Decoder(_Registry(schema), 0, 0.0).decode(records, ColumnRegistry())
+    decoded = Decoder(_Registry(schema), 0, 0.0).decode(records, KnownColumns())
     assert decoded.table.column("_kafka_offset").to_pylist() == [0, 2, 4]
     assert [(d.record.offset(), d.error.stage) for d in decoded.dead_letters] == [
         (1, "decode"),
@@ -174,7 +175,7 @@ def test_the_native_path_lands_a_batch_in_one_table_with_bronze_types():
     schema = _studio(1)
     payloads = [m.SerializeToString() for m in matches(1, 30, seed=5)]
     records = [_record(wire_format.frame(1, p), i) for i, p in enumerate(payloads)]
-    decoded = Decoder(_Registry(schema), 0, 0.0).decode(records, ColumnRegistry())
+    decoded = Decoder(_Registry(schema), 0, 0.0).decode(records, KnownColumns())
     plan = _plan(schema)
     assert decoded.table.num_rows == 30 and not decoded.dead_letters
     for column in plan.columns:
@@ -214,7 +215,7 @@ def test_a_map_of_a_closed_enum_lands_on_the_upb_path_which_leaves_an_unnamed_en
     assert _plan(built).native is None
     payload = b"\x2a\x05\x0a\x01a\x10\x00" + b"\x2a\x05\x0a\x01b\x10\x07"  # a: A, b: unnamed 7
     record = _record(wire_format.frame(1, payload))
-    decoded = Decoder(_Registry(built), 0, 0.0).decode([record], ColumnRegistry())
+    decoded = Decoder(_Registry(built), 0, 0.0).decode([record], KnownColumns())
     assert decoded.table.column("kinds").to_pylist() == [[("a", "A")]]
 
 
@@ -228,7 +229,7 @@ def test_a_closed_proto2_enum_lands_on_the_upb_path_which_leaves_an_unnamed_numb
     plan = _plan(built)
     assert plan.native is None
     decoded = Decoder(_Registry(built), 0, 0.0).decode(
-        [_record(wire_format.frame(1, b"\x20\x07"))], ColumnRegistry()
+        [_record(wire_format.frame(1, b"\x20\x07"))], KnownColumns()
     )
     assert decoded.table.column("kind").to_pylist() == [None]
 
@@ -263,7 +264,7 @@ def test_concatenated_messages_the_arrays_cannot_order_go_to_the_upb_path_where_
     plan = _plan(schema)
     assert plan.native_columns([payload]) is None
     decoded = Decoder(_Registry(schema), 0, 0.0).decode(
-        [_record(wire_format.frame(1, payload))], ColumnRegistry()
+        [_record(wire_format.frame(1, payload))], KnownColumns()
     )
     upb = plan.columns_of(plan.parse([payload])[0])
     for name in ("stats", "outcome", "winner", "draw_round"):
@@ -271,20 +272,23 @@ def test_concatenated_messages_the_arrays_cannot_order_go_to_the_upb_path_where_
 
 
 def test_the_decoder_counts_the_records_each_path_read():
-    from ingest.core import metrics
+    from ingest.core.metrics import prometheus as metrics
+    from ingest.landing.decode.native_reader import RUST_RENDERER
+
+    # The studio schema has JSON-text columns: without the Rust renderer, Python renders them.
+    native = "native" if RUST_RENDERER is not None else "native_python_json"
+    assert (RUST_RENDERER is None) == bool(os.environ.get("GAMELAKE_HIDE_RUST_RENDERER"))
 
     def counts():
-        return {p: metrics.DECODE_PATH.labels(p)._value.get() for p in ("native", "upb")}
+        return {p: metrics.DECODE_PATH.labels(p)._value.get() for p in (native, "upb")}
 
     before = counts()
     studio = _studio(1)
     payloads = [m.SerializeToString() for m in matches(1, 5, seed=6)]
     Decoder(_Registry(studio), 0, 0.0).decode(
-        [_record(wire_format.frame(1, p), i) for i, p in enumerate(payloads)], ColumnRegistry()
+        [_record(wire_format.frame(1, p), i) for i, p in enumerate(payloads)], KnownColumns()
     )
     grouped = build_schema(1, _group_schema())
-    Decoder(_Registry(grouped), 0, 0.0).decode(
-        [_record(wire_format.frame(1, b"\x0a\x01a"))], ColumnRegistry()
-    )
+    Decoder(_Registry(grouped), 0, 0.0).decode([_record(wire_format.frame(1, b"\x0a\x01a"))], KnownColumns())
     after = counts()
-    assert (after["native"] - before["native"], after["upb"] - before["upb"]) == (5, 1)
+    assert (after[native] - before[native], after["upb"] - before["upb"]) == (5, 1)

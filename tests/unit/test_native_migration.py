@@ -14,16 +14,18 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from gamelake_dev.studio_schema import comparable, expected, matches
 from google.protobuf import json_format
 
 from ingest.core.errors import ConfigError
-from ingest.landing.bronze_writer import BronzeWriter, Landing
-from ingest.landing.decode import Decoder
-from ingest.landing.offsets import TopicPartition, txn_app_id
-from ingest.ops.native_convert import UnparsableText
-from ingest.ops.native_migration import migrate
-from ingest.ops.native_plan import MigrationError
-from tests.studio_schema import comparable, expected, matches
+from ingest.landing.decode.decoder import Decoder
+from ingest.landing.delta.bronze_format import JSON_ERA_COLUMNS, JsonEraBronzeError
+from ingest.landing.delta.bronze_writer import BronzeWriter
+from ingest.landing.delta.fences import Landing
+from ingest.landing.records import TopicPartition, txn_app_id
+from ingest.ops.migrations.json_text_convert import UnparsableText
+from ingest.ops.migrations.json_text_plan import MigrationError
+from ingest.ops.migrations.migrate_json_text import migrate
 from tests.unit.test_native_types import _decoded, _Registry
 
 JSON_COLUMNS = (
@@ -71,6 +73,9 @@ def _old_bronze(path: Path, messages) -> BronzeWriter:
         table = _old_table(part)
         writer.evolve(list(table.schema), {"studio.Match": {"event_id": 1}})
         writer.commit(writer.write_files(table), landings, {})
+    # As the first service with native types left it: its JSON-text columns listed.
+    listed = {JSON_ERA_COLUMNS: json.dumps(JSON_COLUMNS)}
+    DeltaTable(str(path)).alter.set_table_properties(listed, raise_if_not_exists=False)
     return writer
 
 
@@ -94,13 +99,14 @@ def test_json_text_columns_become_native_in_one_commit_keeping_rows_offsets_and_
     before = DeltaTable(str(path))
     old_rows = {r["event_id"]: r for r in before.to_pyarrow_table().to_pylist()}
     configuration, version = before.metadata().configuration, before.version()
-    assert any("changed type" in p for p in _guard_problems(path))
+    with pytest.raises(JsonEraBronzeError, match=r"JSON text from before native types in loadout, scores"):
+        BronzeWriter(path, "app")
 
     seen: list[tuple[int, int]] = []
     summary = migrate(path, _Registry(), "app", lambda done, total: seen.append((done, total)))
 
     after = DeltaTable(str(path))
-    assert after.version() == version + 1 == summary["version"]
+    assert after.version() == version + 2 and summary["version"] == version + 1  # rewrite, then the mark
     rows = after.to_pyarrow_table().to_pylist()
     assert len(rows) == len(sent) == summary["rows_rewritten"] and seen[-1] == (len(sent), len(sent))
     by_id = {r["event_id"]: r for r in rows}
@@ -110,7 +116,7 @@ def test_json_text_columns_become_native_in_one_commit_keeping_rows_offsets_and_
         assert {k: by_id[m.event_id][k] for k in kept} == {k: old_rows[m.event_id][k] for k in kept}
     assert after.transaction_version(txn_app_id("app", TP)) == len(sent) - 1
     assert after.transaction_version(txn_app_id("app", IDLE)) == 41
-    assert after.metadata().configuration == configuration
+    assert after.metadata().configuration == {**configuration, JSON_ERA_COLUMNS: "[]"}
     assert after.metadata().partition_columns == ["event_date"]
     assert set(summary["columns_converted"]) == set(JSON_COLUMNS) - {"extra"}
     assert "outcome" in summary["columns_added"] and summary["columns_added"]["outcome"] != "computed"
@@ -120,8 +126,8 @@ def test_json_text_columns_become_native_in_one_commit_keeping_rows_offsets_and_
 def test_the_rewrite_is_not_a_data_change_for_its_new_files(tmp_path: Path) -> None:
     path = tmp_path / "bronze"
     _old_bronze(path, matches(1, 12, seed=8))
-    migrate(path, _Registry(), "app")
-    last = sorted((path / "_delta_log").glob("*.json"))[-1].read_text().splitlines()
+    rewrite = migrate(path, _Registry(), "app")["version"]
+    last = (path / "_delta_log" / f"{rewrite:020d}.json").read_text().splitlines()
     adds = [json.loads(line)["add"] for line in last if '"add"' in line]
     assert adds and not any(a["dataChange"] for a in adds)
     assert any('"txn"' in line for line in last)
@@ -192,7 +198,7 @@ def test_a_native_bronze_has_nothing_to_migrate(tmp_path: Path) -> None:
     assert summary["rows_rewritten"] == 0 and DeltaTable(str(tmp_path / "bronze")).version() == version
 
 
-def test_an_upgraded_service_lands_json_era_columns_as_text_until_they_are_migrated(tmp_path: Path) -> None:
+def test_the_service_refuses_a_bronze_from_before_native_types_until_it_is_migrated(tmp_path: Path) -> None:
     from deltalake import write_deltalake
 
     from tests.unit.test_native_types import _land
@@ -200,24 +206,22 @@ def test_an_upgraded_service_lands_json_era_columns_as_text_until_they_are_migra
     path = tmp_path / "bronze"
     # As the service before native types left it: JSON text columns, no property saying so.
     write_deltalake(str(path), _old_table(matches(1, 12, seed=7)), partition_by=["event_date"])
-    writer = BronzeWriter(path, "app")
-    assert set(JSON_COLUMNS) <= writer.columns().json_era
-
-    upgraded = matches(1, 12, seed=8)
-    decoded = _decoded(1, upgraded, writer.columns())  # no dead letter: the guard accepts them
-    for row, m in zip(decoded.table.to_pylist(), upgraded, strict=True):
-        assert {name: row[name] for name in JSON_COLUMNS} == {
-            name: _old_json(m, name) for name in JSON_COLUMNS
-        }
-    _land(writer, decoded)
+    version = DeltaTable(str(path)).version()
+    with pytest.raises(JsonEraBronzeError) as refused:
+        BronzeWriter(path, "app")
+    message = str(refused.value)
+    assert "\n" not in message and "it was landed before native types" in message
+    assert "run `ingest bronze migrate-native-types`" in message
+    assert DeltaTable(str(path)).version() == version, "the refusal changes nothing"
 
     migrate(path, _Registry(), "app")
-    guard = BronzeWriter(path, "app").columns()
-    # A Struct's text is the same then and now: it stays listed, and lands as that text either way.
-    assert guard.json_era_text() & set(JSON_COLUMNS) == {"extra"}
+    writer = BronzeWriter(path, "app")
     later = matches(1, 6, seed=9)
-    for row, m in zip(_decoded(1, later, guard).table.to_pylist(), later, strict=True):
+    decoded = _decoded(1, later, writer.columns())
+    assert decoded.dead_letters == []
+    for row, m in zip(decoded.table.to_pylist(), later, strict=True):
         assert comparable(row) == expected(m)
+    _land(writer, decoded)
 
 
 def _reader(tables_dir: Path, name: str, mark: int, columns: tuple[str, ...] = ("event_id",)) -> Path:
@@ -269,32 +273,31 @@ def test_a_reader_holding_a_converted_column_but_no_schema_id_stops_the_rewrite(
     assert DeltaTable(str(path)).version() == version
 
 
-@pytest.mark.parametrize("opened_next_by", ["the service", "the migration again"])
-def test_a_migration_killed_before_it_emptied_the_text_column_list_is_finished_by_whoever_opens_bronze(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened_next_by: str
+def test_a_migration_killed_before_it_marked_bronze_native_is_refused_until_a_rerun_finishes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from deltalake import write_deltalake
 
-    from ingest.landing import json_era
+    from ingest.ops.migrations import json_text_marker
 
     path = tmp_path / "bronze"
     write_deltalake(str(path), _old_table(matches(1, 12, seed=7)), partition_by=["event_date"])
-    assert "nickname" in BronzeWriter(path, "app").columns().json_era  # the upgraded service's list
 
-    def killed(table, converted):
-        raise KeyboardInterrupt  # after bronze's rewrite committed, before the list was emptied
+    def killed(table):
+        raise KeyboardInterrupt  # after bronze's rewrite committed, before bronze said so
 
-    monkeypatch.setattr(json_era, "forget", killed)
+    monkeypatch.setattr(json_text_marker, "mark_typed", killed)
     with pytest.raises(KeyboardInterrupt):
         migrate(path, _Registry(), "app")
     monkeypatch.undo()
-    # A StringValue is text natively too: listed, it would keep landing as JSON ('"abc"').
-    assert "nickname" in json_era.listed(DeltaTable(str(path)).metadata().configuration)
+    rewritten = DeltaTable(str(path))
+    assert pa.schema(rewritten.schema().to_arrow()).field("loadout").type != pa.string(), "rewritten"
+    with pytest.raises(JsonEraBronzeError, match="migrate-native-types"):
+        BronzeWriter(path, "app")  # a StringValue would land '"abc"' beside converted 'abc' otherwise
 
-    if opened_next_by == "the migration again":
-        assert migrate(path, _Registry(), "app")["rows_rewritten"] == 0
+    assert migrate(path, _Registry(), "app")["rows_rewritten"] == 0
+    assert DeltaTable(str(path)).metadata().configuration[JSON_ERA_COLUMNS] == "[]"
     guard = BronzeWriter(path, "app").columns()
-    assert guard.json_era_text() & set(JSON_COLUMNS) == {"extra"}
     later = matches(1, 6, seed=9)
     for row, m in zip(_decoded(1, later, guard).table.to_pylist(), later, strict=True):
         assert comparable(row) == expected(m)

@@ -16,14 +16,14 @@ import pyarrow.dataset as ds
 import pytest
 from confluent_kafka import Message
 from deltalake import DeltaTable
+from gamelake_dev.studio_schema import comparable, expected, matches, studio_schema
 from google.protobuf import descriptor_pool
 
-from ingest.landing import wire_format
-from ingest.landing.bronze_writer import BronzeWriter
-from ingest.landing.decode import Decoder
-from ingest.landing.registry import build_schema
-from ingest.landing.schema_guard import ColumnRegistry
-from tests.studio_schema import comparable, expected, matches, studio_schema
+from ingest.landing.decode import wire_format
+from ingest.landing.decode.decoder import Decoder
+from ingest.landing.decode.schema_guard import KnownColumns
+from ingest.landing.decode.schema_registry import build_schema
+from ingest.landing.delta.bronze_writer import BronzeWriter
 
 
 class _Registry:
@@ -50,8 +50,8 @@ def _records(version: int, messages, first_offset: int = 0) -> list[Message]:
     ]
 
 
-def _decoded(version: int, messages, guard: ColumnRegistry | None = None):
-    decoded = Decoder(_Registry(), 0, 0.0).decode(_records(version, messages), guard or ColumnRegistry())
+def _decoded(version: int, messages, guard: KnownColumns | None = None):
+    decoded = Decoder(_Registry(), 0, 0.0).decode(_records(version, messages), guard or KnownColumns())
     assert not decoded.dead_letters, [str(d.error) for d in decoded.dead_letters]
     return decoded
 
@@ -125,7 +125,7 @@ def test_a_field_added_inside_a_nested_message_widens_the_struct_and_old_rows_re
 
 
 def test_the_guard_refuses_a_type_change_and_a_renumber_inside_a_nested_message() -> None:
-    guard = ColumnRegistry()
+    guard = KnownColumns()
     plan = Decoder(_Registry(), 0, 0.0).plan(1, (0,))
     guard.accept(plan.message_type, plan.columns, plan.nested_types())
     loadout = next(c for c in plan.columns if c.name == "loadout")
@@ -203,7 +203,7 @@ def write_studio_bronze(path: Path, count: int = 40) -> list:
 def test_struct_json_is_what_message_to_dict_renders(content) -> None:
     from google.protobuf import json_format, struct_pb2
 
-    from ingest.landing.proto_arrow import _list_json, _struct_json, _value_json
+    from ingest.landing.decode.proto_arrow import _list_json, _struct_json, _value_json
 
     struct = struct_pb2.Struct()
     struct.update(content)

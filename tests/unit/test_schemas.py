@@ -1,10 +1,9 @@
-"""The schema versions in ingest/dev/proto only ever add fields: the rule the registry also enforces."""
+"""The schema versions in dev/gamelake_dev/proto only ever add fields: the rule the registry also enforces."""
 
 import itertools
 
+from gamelake_dev.demo_schemas import available_versions, load_version
 from google.protobuf.descriptor import FieldDescriptor
-
-from ingest.dev.demo_schemas import available_versions, load_version
 
 
 def _fields(number):

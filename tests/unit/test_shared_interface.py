@@ -1,7 +1,7 @@
 """The producer, the ingest service and the tests read the same connection variables."""
 
-from ingest.core.endpoints import Endpoints
-from ingest.core.settings import IngestSettings
+from ingest.core.settings.endpoints import Endpoints
+from ingest.core.settings.ingest_settings import IngestSettings
 
 
 def test_conventional_variables_reach_producer_and_service(monkeypatch):

@@ -14,12 +14,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from gamelake_dev.studio_schema import comparable, matches
 
 from ingest.core.contract import load_contract
-from ingest.ops import silver_rewrite
-from ingest.ops.native_migration import migrate
-from ingest.ops.native_plan import MigrationError
-from tests.studio_schema import comparable, matches
+from ingest.ops.migrations import silver_rewrite
+from ingest.ops.migrations.json_text_plan import MigrationError
+from ingest.ops.migrations.migrate_json_text import migrate
 from tests.unit.test_native_migration import _after_migration, _old_bronze
 from tests.unit.test_native_types import _Registry
 
@@ -125,7 +125,8 @@ def test_silver_holding_json_text_is_converted_with_bronze_and_gold_marks_move_p
     assert {
         k: v for k, v in after.metadata().configuration.items() if not k.startswith("gamelake.bronze")
     } == {k: v for k, v in configuration.items() if not k.startswith("gamelake.bronze")}
-    assert after.metadata().configuration["gamelake.bronze_version"] == str(summary["version"])
+    # past bronze's rewrite and its mark of native types
+    assert after.metadata().configuration["gamelake.bronze_version"] == str(DeltaTable(str(bronze)).version())
     assert report["gold_marks_moved"] == {f"gold.{name}": rewritten for name in GOLDS}
     assert [_mark(g) for g in golds] == [rewritten] * 2
     assert (
@@ -229,12 +230,13 @@ def test_a_killed_run_s_lock_is_named_as_this_job_s_with_how_to_release_it(tmp_p
 def test_a_rerun_after_a_crash_between_bronze_and_its_readers_marks_moves_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ingest.landing import json_era
+    from ingest.ops.migrations import json_text_marker
 
     bronze, tables, _, silver, _ = _setup(tmp_path, count=12)
     mark = DeltaTable(str(silver)).metadata().configuration["gamelake.bronze_version"]
 
-    _migrate_killed_at(json_era, "forget", bronze, tables, monkeypatch)  # right after bronze's commit
+    # killed right after bronze's commit
+    _migrate_killed_at(json_text_marker, "mark_typed", bronze, tables, monkeypatch)
 
     rewritten = int(mark) + 1
     assert DeltaTable(str(bronze)).version() == rewritten

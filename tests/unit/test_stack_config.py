@@ -1,8 +1,8 @@
 import pytest
+from gamelake_dev.localstack.java import java_for
+from gamelake_dev.localstack.stack import StackPorts
 
 from ingest.core.errors import ConfigError, StackError
-from ingest.dev.localstack.java import java_for
-from ingest.dev.localstack.stack import StackPorts
 
 
 def test_missing_java_is_a_clear_error():

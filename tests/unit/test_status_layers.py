@@ -19,10 +19,11 @@ from deltalake import DeltaTable, write_deltalake
 
 from ingest.cli import build_parser
 from ingest.core.errors import ConfigError
-from ingest.core.settings import IngestSettings, load_settings
+from ingest.core.settings.ingest_settings import IngestSettings, load_settings
 from ingest.games.seed import Game
-from ingest.landing.bronze_writer import BronzeWriter, Landing
-from ingest.landing.dead_letters import DEAD_LETTER_SCHEMA
+from ingest.landing.delta.bronze_writer import BronzeWriter
+from ingest.landing.delta.fences import Landing
+from ingest.landing.side_tables.dead_letters import DEAD_LETTER_SCHEMA
 from ingest.ops.status.anomalies import EXIT_CODES, overall_level
 from ingest.ops.status.delta_commits import Commit, History, adds_rows
 from ingest.ops.status.render import render
@@ -545,7 +546,7 @@ def _open_fake(settings, errors, extra) -> _FakeConsumer:
 def test_partitions_read_the_landed_offset_from_bronze_and_peek_the_oldest_unlanded_message(
     settings, monkeypatch
 ):
-    from ingest.landing.offsets import TopicPartition
+    from ingest.landing.records import TopicPartition
     from ingest.ops.status import kafka_offsets
 
     _bronze(settings)  # events[0] landed to offset 6
@@ -566,7 +567,8 @@ def test_partitions_read_the_landed_offset_from_bronze_and_peek_the_oldest_unlan
 
 
 def test_collect_reads_the_seed_and_reports_a_closed_registry_as_critical(settings, monkeypatch):
-    from ingest.ops.status import command, kafka_offsets
+    from ingest.ops.status import kafka_offsets
+    from ingest.ops.status import status_command as command
 
     monkeypatch.setattr(kafka_offsets, "open_consumer", _open_fake)
     monkeypatch.setattr(kafka_offsets, "PEEK_TIMEOUT_S", 0.2)  # events[0] never answers the peek

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ingest.core.settings import IngestSettings
+from ingest.core.settings.ingest_settings import IngestSettings
 from ingest.ops.status.layers import QUARANTINE
 from ingest.ops.status.time_text import human_duration
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from deltalake import DeltaTable
 
-from ingest.landing.bronze_columns import ROWS_KEY
+from ingest.landing.decode.bronze_columns import ROWS_KEY
 
 ROW_OPERATIONS = frozenset(
     {

@@ -17,9 +17,9 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from deltalake import DeltaTable
 
 from ingest.core.errors import ConfigError
-from ingest.core.settings import IngestSettings
-from ingest.landing.kafka_consumer import KafkaErrors, open_consumer
-from ingest.landing.offsets import TopicPartition, txn_app_id
+from ingest.core.settings.ingest_settings import IngestSettings
+from ingest.landing.kafka.consumer import KafkaErrors, open_consumer
+from ingest.landing.records import TopicPartition, txn_app_id
 from ingest.ops.status.time_text import iso_utc
 
 # The wait for one message per lagging partition, so status answers in about a second or two; a

@@ -9,8 +9,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
 
-from ingest.core.settings import IngestSettings
-from ingest.landing.bronze_columns import TIMESTAMP
+from ingest.core.settings.ingest_settings import IngestSettings
+from ingest.landing.decode.bronze_columns import TIMESTAMP
 from ingest.ops.status.tables import describe, open_table
 
 HOUR_S = 3_600

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from ingest.core.settings import IngestSettings
+from ingest.core.settings.ingest_settings import IngestSettings
 from ingest.games.layout import GOLD_KINDS, gold_table, silver_table
 from ingest.games.seed import Game
 from ingest.ops.gold_marks import silver_version_mark

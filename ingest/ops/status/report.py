@@ -34,7 +34,7 @@ from typing import Any
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
-from ingest.core.settings import IngestSettings
+from ingest.core.settings.ingest_settings import IngestSettings
 from ingest.games.seed import Game
 from ingest.ops.status import layers
 from ingest.ops.status.anomalies import EXIT_CODES, anomalies, overall_level

@@ -1,0 +1,105 @@
+"""``ingest dbt-build``: bronze -> silver -> gold with dbt, then the docs site and a short summary.
+
+The step of ``make run`` after the ingest: check that the generated per-game models match
+seeds/games.csv, ``dbt seed`` + ``dbt build`` on the embedded Spark (the ``local`` target),
+``dbt docs generate``, and print rows per layer and game, the top players, and how to open
+the docs. dbt runs in this process, so the summary reuses its Spark session.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from ingest.core.errors import ConfigError, IngestError
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.games.model_files import sync
+from ingest.games.seed import SEED, read_games
+from ingest.ops import docs_site
+
+PROFILES_DIR = PROJECT_DIR / "profiles"
+TOP_PLAYERS = 5
+
+
+def _dbt(*args: str) -> float:
+    from dbt.cli.main import dbtRunner
+
+    started = time.monotonic()
+    result = dbtRunner().invoke(
+        [*args, "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROFILES_DIR), "--target", "local"]
+    )
+    if not result.success:
+        raise IngestError(f"`dbt {' '.join(args)}` failed (see its output above)")
+    return time.monotonic() - started
+
+
+def _count(spark: Any, table: str) -> int:
+    return int(spark.table(table).count())
+
+
+def summary(spark: Any) -> list[str]:
+    """Rows per layer and game, and the top players across games."""
+    registry = read_games(PROJECT_DIR / SEED)
+    lines = [
+        f"bronze.game_events             {_count(spark, 'bronze.game_events'):>10} rows",
+        f"silver.silver_quarantine       {_count(spark, 'silver.silver_quarantine'):>10} rows",
+    ]
+    for game in registry:
+        state = "active" if game.is_active else "inactive"
+        lines.append(
+            f"{game.slug:<24} {state:<8} silver {_count(spark, f'silver.silver_{game.slug}'):>8} events, "
+            f"gold {_count(spark, f'gold.gold_{game.slug}_player_agg'):>6} players, "
+            f"{_count(spark, f'gold.gold_{game.slug}_daily_active'):>4} days"
+        )
+    lines.append(f"top {TOP_PLAYERS} players by best score (gold.gold_all_games_player_agg):")
+    top = spark.sql(
+        "select display_name, gamer_id, best_score, event_count, session_count "
+        f"from gold.gold_all_games_player_agg order by best_score desc nulls last limit {TOP_PLAYERS}"
+    ).collect()
+    lines += [
+        f"  {row.display_name:<18} {row.gamer_id:<20} best score {row.best_score}, "
+        f"{row.event_count} events, {row.session_count} sessions"
+        for row in top
+    ]
+    return lines
+
+
+def run(_args: argparse.Namespace | None = None) -> int:
+    from ingest.core.spark.session import local_session
+
+    if sync(PROJECT_DIR, check=True).changed:
+        raise ConfigError(
+            "seeds/games.csv or ingest/core/bronze_contract.yml changed since the models were generated: "
+            "run `ingest games sync`"
+        )
+    spark = local_session()
+    seconds = {"seed": _dbt("seed"), "build": _dbt("build"), "docs": _dbt("docs", "generate")}
+    docs_site.finish()
+    print("\n".join(["", "lakehouse:", *(f"   {line}" for line in summary(spark))]))
+    print("   dbt: " + ", ".join(f"{step} {took:.0f}s" for step, took in seconds.items()))
+    print(
+        "   docs: run `make docs-serve` and open http://127.0.0.1:8580 "
+        "(the overview page, then a game's lineage: the graph button, bottom right)"
+    )
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "dbt-build",
+        help="dbt seed + build + docs generate on the embedded Spark, then a summary",
+        description="Run the dbt project (bronze -> silver -> gold per game) on the local target, generate "
+        "the docs site and print rows per layer and game and the top players.",
+    )
+    parser.set_defaults(handler=run)
+
+
+if __name__ == "__main__":
+    import sys
+
+    try:
+        sys.exit(run())
+    except IngestError as err:
+        print(f"dbt-build: error: {err}", file=sys.stderr)
+        sys.exit(1)

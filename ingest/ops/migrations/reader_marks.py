@@ -1,0 +1,95 @@
+"""Bronze's readers (silver per game, quarantine) and their marks, for a job that rewrites bronze.
+
+A reader keeps the bronze version it has read up to as a table property of its own
+(``gamelake.bronze_version``, macros/medallion/bronze_marks.sql) and reads bronze's change feed
+after it. A rewrite of bronze (``ingest bronze migrate-native-types``) must not be read as new
+rows, and its version changes column types that a change feed read cannot cross: so every reader
+must have read bronze up to the rewrite, and its mark is moved past it afterwards. A crash
+between the rewrite and the move is repaired by the next run (``repair_marks``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from ingest.landing.delta.log_state import commit_path
+from ingest.landing.delta.table_properties import with_properties
+
+MARK = "gamelake.bronze_version"
+MARKED_AT = "gamelake.bronze_marked_at"
+
+
+@dataclass(frozen=True)
+class Reader:
+    name: str  # schema.table, as dbt names it
+    path: Path
+    table: DeltaTable
+    mark: int
+    columns: frozenset[str]
+
+
+def readers(tables_dir: Path) -> list[Reader]:
+    """The Delta tables under ``tables_dir`` (``<schema>.db/<table>``) that hold a bronze mark."""
+    found = []
+    for path in sorted(tables_dir.glob("*.db/*")):
+        if not DeltaTable.is_deltatable(str(path)):
+            continue
+        table = DeltaTable(str(path))
+        mark = table.metadata().configuration.get(MARK)
+        if mark is not None:
+            name = f"{path.parent.name.removesuffix('.db')}.{path.name}"
+            columns = frozenset(table.schema().to_arrow().names)
+            found.append(Reader(name, path, table, int(mark), columns))
+    return found
+
+
+def readers_behind(found: list[Reader], bronze_version: int) -> list[str]:
+    """Why each reader that has not read bronze up to ``bronze_version`` stops a rewrite."""
+    return [f"{r.name} has read bronze up to version {r.mark}" for r in found if r.mark != bronze_version]
+
+
+def inserting_versions(path: Path, after: int, upto: int) -> list[int]:
+    """The versions in (``after``, ``upto``] of the table at ``path`` that add rows (an ``add``
+    marked as a data change): what a change feed read of that range finds inserted. Raises
+    FileNotFoundError when the log no longer holds one of them."""
+    found = []
+    for version in range(after + 1, upto + 1):
+        commit = commit_path(path / "_delta_log", version)
+        if not commit.exists():
+            raise FileNotFoundError(f"{commit} (the log was cleaned up to a checkpoint)")
+        for line in commit.read_text().splitlines():
+            add = json.loads(line).get("add")
+            if add is not None and add.get("dataChange", True):
+                found.append(version)
+                break
+    return found
+
+
+def has_read_all(path: Path, mark: int, upto: int) -> bool:
+    """Whether a reader at ``mark`` has read every insert of the table at ``path`` up to ``upto``."""
+    try:
+        return not inserting_versions(path, mark, upto)
+    except FileNotFoundError:
+        return False
+
+
+def move_marks(found: list[Reader], version: int) -> None:
+    """Each reader has read bronze up to ``version`` now (the rewrite is behind it)."""
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    for r in found:
+        with_properties(r.table, {MARK: str(version), MARKED_AT: now})
+
+
+def repair_marks(found: list[Reader], bronze: Path, rewritten: int | None) -> dict[str, int]:
+    """Each reader that has read every insert of bronze before its rewrite at version
+    ``rewritten`` has read up to it: the marks a crash left behind that rewrite, moved."""
+    if rewritten is None:
+        return {}
+    behind = [r for r in found if r.mark < rewritten and has_read_all(bronze, r.mark, rewritten - 1)]
+    move_marks(behind, rewritten)
+    return {r.name: rewritten for r in behind}

@@ -1,0 +1,287 @@
+"""``ingest refresh``: silver and gold brought up to bronze by ``dbt build``, once or continuously.
+
+``--continuous`` keeps one process and one warm Spark session (dbt's programmatic runner; the
+``local`` target's session method reuses the process's SparkSession) and builds whenever
+bronze has a new Delta version, at most once per ``--min-interval`` seconds, each build reading
+at most ``--max-versions-per-build`` bronze versions (a backlog is read in steps, one after the
+other; after a failed build: later and fewer, see ``build_pacing``). SIGTERM or SIGINT stops it
+after the build in progress, which is never cut in half. Each build is incremental by
+the contract in doc/DESIGN.md ("The incremental contract"), so a stop, a crash or a second
+refresh never loses or doubles a row.
+
+Metrics on ``--metrics-port``: how far silver and gold trail bronze (seconds since the first
+bronze version they have not read appeared), the bronze version the last build covered, and
+build counts and times. The same port serves a dashboard of them at ``/dashboard``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deltalake import DeltaTable
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from ingest.core.errors import ConfigError, IngestError
+from ingest.core.logs.setup import add_log_format_argument, configure_logging
+from ingest.core.metrics.history import Kind, MetricHistory, Panel
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.core.stop_signals import stop_on_signals
+from ingest.ops.build_pacing import BuildPacing
+
+log = logging.getLogger("gamelake.refresh")
+PROFILES_DIR = PROJECT_DIR / "profiles"
+SLICE = "bronze.stg_bronze__new_events"
+
+REGISTRY = CollectorRegistry()
+BUILDS = Counter("gamelake_refresh_builds_total", "dbt builds by outcome", ["outcome"], registry=REGISTRY)
+BUILD_SECONDS = Histogram(
+    "gamelake_refresh_build_seconds",
+    "Wall time of one dbt build",
+    registry=REGISTRY,
+    buckets=(2, 5, 10, 15, 20, 30, 45, 60, 120, 300),
+)
+LAYER_LAG = Gauge(
+    "gamelake_layer_lag_seconds",
+    "How far a layer trails bronze: seconds since the first bronze version it has not read appeared",
+    ["layer"],
+    registry=REGISTRY,
+)
+BUILT_VERSION = Gauge(
+    "gamelake_refresh_bronze_version", "The bronze version the last good build covered", registry=REGISTRY
+)
+LAST_SUCCESS = Gauge(
+    "gamelake_refresh_last_success_timestamp_seconds", "When the last good build ended", registry=REGISTRY
+)
+for _outcome in ("ok", "failed"):
+    BUILDS.labels(_outcome)
+for _layer in ("silver", "gold"):
+    LAYER_LAG.labels(_layer).set(0)
+
+DASHBOARD_PANELS = (
+    *(
+        Panel(
+            f"{layer.capitalize()} lag (seconds)",
+            "gamelake_layer_lag_seconds",
+            labels={"layer": layer},
+            note=f"seconds since the first bronze version {layer} has not read appeared",
+        )
+        for layer in ("silver", "gold")
+    ),
+    Panel(
+        "Seconds since the last good build",
+        "gamelake_refresh_last_success_timestamp_seconds",
+        Kind.SINCE,
+        note="grows while bronze is quiet too (no new version, no build); 0 before the first",
+    ),
+    Panel(
+        "Good builds per minute",
+        "gamelake_refresh_builds_total",
+        Kind.RATE,
+        labels={"outcome": "ok"},
+        scale=60,
+    ),
+    Panel(
+        "Failed builds per minute",
+        "gamelake_refresh_builds_total",
+        Kind.RATE,
+        labels={"outcome": "failed"},
+        scale=60,
+        note="anything above 0: read dbt's output in the refresh log",
+    ),
+)
+
+
+@dataclass
+class BronzeWatch:
+    """Bronze's Delta version, polled with delta-rs, and when each new version was first seen."""
+
+    path: Path
+    seen_at: dict[int, float] = field(default_factory=dict)
+    table: DeltaTable | None = None
+
+    def version(self) -> int | None:
+        if self.table is None:
+            if not DeltaTable.is_deltatable(str(self.path)):
+                return None
+            self.table = DeltaTable(str(self.path))
+        self.table.update_incremental()
+        version = self.table.version()
+        self.seen_at.setdefault(version, time.time())
+        return version
+
+    def lag(self, built: int | None) -> float:
+        """Seconds since the first version after ``built`` was seen; 0 when none is newer."""
+        newer = [at for version, at in self.seen_at.items() if built is None or version > built]
+        return time.time() - min(newer) if newer else 0.0
+
+    def forget_up_to(self, built: int) -> None:
+        self.seen_at = {v: at for v, at in self.seen_at.items() if v > built}
+
+
+def _dbt(*args: str) -> bool:
+    from dbt.cli.main import dbtRunner
+
+    result = dbtRunner().invoke(
+        [*args, "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROFILES_DIR), "--target", "local"]
+    )
+    return bool(result.success)
+
+
+def _slice_summary(spark: Any) -> tuple[int, int]:
+    """(bronze version the slice covers, new rows it held) after a build."""
+    row = spark.sql(
+        f"select max(slice_to_version) as to_version, count(bronze_version) as new_rows from {SLICE}"
+    ).first()
+    return int(row["to_version"]), int(row["new_rows"])
+
+
+# /healthz's view of the builds, kept here rather than read back from the metric objects
+@dataclass
+class _Outcomes:
+    builds_failed: int = 0
+    last_success: float | None = None
+
+
+_OUTCOMES = _Outcomes()
+
+
+def build_once(spark: Any, watch: BronzeWatch, max_versions: int = 0) -> int | None:
+    """One dbt build reading at most ``max_versions`` bronze versions (0: all); the bronze
+    version it covered, or None when it failed."""
+    started = time.monotonic()
+    bound = ["--vars", json.dumps({"gamelake_slice_max_versions": max_versions})] if max_versions else []
+    ok = _dbt("build", *bound)
+    took = time.monotonic() - started
+    BUILD_SECONDS.observe(took)
+    BUILDS.labels("ok" if ok else "failed").inc()
+    if not ok:
+        _OUTCOMES.builds_failed += 1
+        log.error("refresh: dbt build failed after %.1f s (see dbt's output above)", took)
+        return None
+    covered, new_rows = _slice_summary(spark)
+    watch.forget_up_to(covered)
+    BUILT_VERSION.set(covered)
+    LAST_SUCCESS.set(time.time())
+    _OUTCOMES.last_success = time.time()
+    log.info(
+        "refresh: build ok in %.1f s, bronze version %d, %d new bronze rows",
+        took,
+        covered,
+        new_rows,
+        extra={
+            "event": "refresh_build",
+            "seconds": round(took, 1),
+            "bronze_version": covered,
+            "new_rows": new_rows,
+        },
+    )
+    return covered
+
+
+def run_continuously(spark: Any, watch: BronzeWatch, pacing: BuildPacing) -> int:
+    built: int | None = None
+    last_start = 0.0
+    builds = 0
+    with stop_on_signals() as stop:
+        while not stop.is_set():
+            version = watch.version()
+            lag = watch.lag(built)
+            for layer in ("silver", "gold"):
+                LAYER_LAG.labels(layer).set(lag)
+            waited = time.monotonic() - last_start
+            if version is None or version == built or waited < pacing.interval():
+                stop.wait(0.5)
+                continue
+            last_start = time.monotonic()
+            covered = build_once(spark, watch, pacing.versions())
+            if covered is None:
+                pacing.failed(behind=version - (built if built is not None else -1))
+                log.warning(
+                    "refresh: next build in %.0f s, reading at most %d bronze versions",
+                    pacing.interval(),
+                    pacing.versions(),
+                )
+                continue
+            pacing.succeeded()
+            built, builds = covered, builds + 1
+            if covered < version:  # a bounded step of a backlog: read on without waiting
+                last_start = 0.0
+        log.info("refresh: stopped by %s after %d builds", stop.reason, builds)
+    return 0
+
+
+def _health() -> dict[str, object]:
+    return {"ok": True, "builds_failed": _OUTCOMES.builds_failed, "last_success": _OUTCOMES.last_success}
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    from ingest.core.metrics import prometheus as metrics
+    from ingest.core.metrics.dashboard_page import render_page
+    from ingest.core.spark.session import local_session, spark_settings
+
+    configure_logging(logging.INFO, args.log_format or "auto")
+    if args.min_interval < 0:
+        raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
+    if args.max_versions_per_build < 0:
+        why = f"--max-versions-per-build {args.max_versions_per_build}"
+        raise ConfigError(f"{why}: give a number of bronze versions, or 0 for no bound")
+    # the bronze dbt registers as its source (GAMELAKE_BRONZE_PATH, else under the warehouse)
+    watch = BronzeWatch(Path(spark_settings()["spark.gamelake.bronze.path"]))
+    spark = local_session()
+    if not _dbt("seed"):
+        raise IngestError("`dbt seed` failed (see its output above)")
+    if not args.continuous:
+        return 0 if build_once(spark, watch) is not None else 1
+    server = None
+    history = MetricHistory(REGISTRY, DASHBOARD_PANELS)
+    if args.metrics_port:
+        try:
+            server = metrics.serve(
+                "127.0.0.1",
+                args.metrics_port,
+                _health,
+                REGISTRY,
+                dashboard=lambda: render_page("gamelake refresh", history.series(), _health()),
+            )
+        except OSError as err:
+            why = f"refresh metrics port {args.metrics_port} unavailable: {err.strerror}"
+            raise ConfigError(f"{why}; choose another with --metrics-port") from None
+        history.start()
+    try:
+        return run_continuously(spark, watch, BuildPacing(args.min_interval, args.max_versions_per_build))
+    finally:
+        if server is not None:
+            server.shutdown()
+            history.stop()
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "refresh",
+        help="bring silver and gold up to bronze with dbt build, once or continuously",
+        description="dbt seed, then dbt build on the local target. --continuous keeps one warm Spark "
+        "session and builds whenever bronze has a new Delta version, at most once per --min-interval "
+        "seconds, until SIGTERM or SIGINT (the build in progress finishes first).",
+    )
+    parser.add_argument("--continuous", action="store_true", help="keep building as bronze grows")
+    parser.add_argument(
+        "--min-interval", type=float, default=10.0, help="seconds between build starts (default 10)"
+    )
+    parser.add_argument(
+        "--max-versions-per-build",
+        type=int,
+        default=60,
+        help="with --continuous, the most bronze versions one build reads (about a minute of the "
+        "ingest's commits; a backlog is worked off in steps; 0: no bound; default 60)",
+    )
+    parser.add_argument(
+        "--metrics-port", type=int, default=9109, help="port of the refresh's /metrics (0 disables; 9109)"
+    )
+    add_log_format_argument(parser)
+    parser.set_defaults(handler=_refresh)
