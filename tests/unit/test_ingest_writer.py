@@ -126,7 +126,7 @@ def test_an_evolution_that_loses_a_race_to_another_writers_evolution_reads_bronz
     service = BronzeWriter(tmp_path / "bronze", "app")
     replay = BronzeWriter(tmp_path / "bronze", "app")
     score, level = pa.field("score", pa.int64()), pa.field("level", pa.int32())
-    delta_rs = replay._delta_rs
+    delta_rs = replay.log.delta_rs
     raced: list[bool] = []
 
     def the_service_evolves_first():
@@ -136,7 +136,7 @@ def test_an_evolution_that_loses_a_race_to_another_writers_evolution_reads_bronz
             service.evolve([score], {"gamelake.events.GameEvent": {"score": 8}})
         return handle
 
-    monkeypatch.setattr(replay, "_delta_rs", the_service_evolves_first)
+    monkeypatch.setattr(replay.log, "delta_rs", the_service_evolves_first)
     replay.evolve([score, level], {"gamelake.events.GameEvent": {"level": 9}})
     known = replay.columns()
     assert raced and {"score", "level"} <= set(known.columns)

@@ -9,7 +9,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from ingest.landing.decode.bronze_columns import ROWS_KEY
-from ingest.landing.delta import bronze_writer, local_delta_log
+from ingest.landing.delta import bronze_log, bronze_writer, local_delta_log
 from ingest.landing.delta.bronze_writer import BronzeWriter
 from ingest.landing.delta.fences import Landing
 from ingest.landing.delta.local_delta_log import why_not
@@ -60,6 +60,7 @@ def test_a_lone_writer_reads_no_commit_and_opens_no_delta_rs_handle(tmp_path, mo
         raise AssertionError("a lone writer's batch needs no delta-rs handle")
 
     monkeypatch.setattr(bronze_writer, "DeltaTable", no_handle)
+    monkeypatch.setattr(bronze_log, "DeltaTable", no_handle)
     for offset in range(25):  # one batch: its columns, then its commit
         writer.columns()
         writer.commit(
@@ -117,7 +118,7 @@ def test_a_filesystem_without_hard_links_switches_the_writer_to_delta_rs_and_los
     monkeypatch.setattr(local_delta_log.os, "link", refused)
     writer.commit(writer.write_files(_rows([1, 2])), {TP: Landing(0, 2)}, {})
     writer.commit(writer.write_files(_rows([3])), {TP: Landing(2, 3)}, {})
-    assert "refuses hard links" in (writer._not_blind or "")
+    assert "refuses hard links" in (writer.log.not_blind or "")
     assert not list(writer.delta_log.folder.glob("_commit_*.json.tmp"))  # nothing staged is left
     bronze = DeltaTable(str(tmp_path / "bronze"))
     assert sorted(bronze.to_pyarrow_table()["_kafka_offset"].to_pylist()) == [0, 1, 2, 3]

@@ -1,0 +1,96 @@
+"""What a writer of bronze knows of its log, and how it commits the next version.
+
+The state (``LogState``) is read from ``_delta_log`` without the table's files. On a local disk
+the next version is a blind append written by ``LocalDeltaLog``; schema and property changes,
+and commits to a table with features a blind append does not honour, go through a delta-rs
+handle, held only while it is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction
+from deltalake.exceptions import CommitFailedError
+from deltalake.transaction import AddAction
+
+from ingest.landing.decode.bronze_columns import PARTITION_COLUMN
+from ingest.landing.delta.local_delta_log import LocalDeltaLog, why_not
+from ingest.landing.delta.log_state import LogState
+from ingest.landing.delta.table_properties import with_properties
+
+
+class BronzeLog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.delta_log = LocalDeltaLog(path)
+        self._handle: DeltaTable | None = None  # held only while commits go through delta-rs
+        self.state = LogState.load(path)
+        self.not_blind = self._why_not_blind()
+
+    def _why_not_blind(self) -> str | None:
+        return why_not(self.state) or self.delta_log.refused
+
+    def latest(self) -> LogState:
+        """The state at the newest version: a look at the next version's name and a ``stat`` of
+        ``_last_checkpoint`` when nobody else committed. The commits after the state first, then
+        the check for commits the log cleanup removed unread (a writer idle past the retention):
+        in that order, one removed while ``advance`` read those before it is caught too, and no
+        blind append can take a cleaned-up version's name."""
+        moved = self.state.advance()
+        if self.state.behind_checkpoint():
+            self.state = LogState.load(self.path)
+        elif not moved:
+            return self.state
+        self.not_blind = self._why_not_blind()
+        return self.state
+
+    def delta_rs(self) -> DeltaTable:
+        """A delta-rs handle at the newest version, for what only delta-rs does: schema and
+        property changes, and commits to a table with features a blind append does not honour.
+        It holds the table's files, so a blind append lets it go (``commit_next``)."""
+        if self._handle is None:
+            self._handle = DeltaTable(str(self.path))
+        else:
+            self._handle.update_incremental()
+        return self._handle
+
+    def set_properties(self, properties: dict[str, str]) -> None:
+        current = self.latest().configuration
+        if any(current.get(key) != value for key, value in properties.items()):
+            with_properties(self.delta_rs(), properties)
+            self.latest()
+
+    def commit_next(
+        self, adds: Sequence[AddAction], txns: list[Transaction], metadata: dict[str, str]
+    ) -> int | None:
+        """Commit as the version after the newest we know; None when another writer took it."""
+        version = self.state.version + 1
+        if self.not_blind is None:
+            self._handle = None
+            if self.delta_log.append(version, adds, txns, metadata, [PARTITION_COLUMN]):
+                self.state.committed(version, {t.app_id: t.version for t in txns})
+                return version
+            self.not_blind = self.delta_log.refused  # why_not held: only a refused link is new
+            return None
+        table = self.delta_rs()
+        if table.version() != self.state.version:
+            return None  # a commit by someone else since the offsets were checked
+        try:
+            table.create_write_transaction(
+                list(adds),
+                "append",
+                table.schema(),
+                partition_by=[PARTITION_COLUMN],
+                commit_properties=CommitProperties(
+                    custom_metadata=metadata, max_commit_retries=0, app_transactions=txns
+                ),
+                post_commithook_properties=PostCommitHookProperties(
+                    create_checkpoint=False, cleanup_expired_logs=False
+                ),
+            )
+        except CommitFailedError:
+            return None
+        self.state.advance()
+        return version
