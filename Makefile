@@ -20,7 +20,7 @@ FRESH_RATE ?= 20000
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer bench-memory bench-decode docs docs-serve lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer bench-memory bench-decode docs docs-config docs-serve lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -132,6 +132,9 @@ bench-memory: setup ## What a writer of bronze keeps in memory against the tombs
 docs: setup ## Generate the dbt docs site (target/), tests hidden from the default lineage graph
 	$(BIN)/dbt docs generate
 	$(BIN)/python -m ingest.ops.docs_site finish
+
+docs-config: setup ## Write doc/CONFIGURATION.md from the settings class (a unit test fails when it is stale)
+	$(BIN)/python -m ingest.core.settings.reference write
 
 docs-serve: setup ## Serve the generated docs site on http://127.0.0.1:8580 (not `dbt docs serve`: it un-hides the tests)
 	$(BIN)/python -m ingest.ops.docs_site serve --port 8580
