@@ -4,7 +4,7 @@
 
 The files landing wrote are the folder's largest cost at steady state: about four times the
 bytes of the compacted data they become, each kept for ``vacuum_retention_hours`` after
-compaction replaced it (README, disk table). This reads the ``--files`` newest landing files
+compaction replaced it (doc/OPERATING.md, disk table). This reads the ``--files`` newest landing files
 (under 2 MB: one batch and one event date each) of a bronze table, for example a soak's, and
 writes each again in memory as ``write_part`` does (one row group), once per codec; the fastest
 of ``--repeats`` counts (CPU seconds of this process). Results are printed and appended, with

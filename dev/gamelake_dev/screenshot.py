@@ -1,6 +1,6 @@
 """A page as headless Chromium renders it: a PNG screenshot, or the DOM after scripts ran.
 
-Used by the dashboard's browser test, and for the README's pictures of a running service or
+Used by the dashboard's browser test, and for the docs' pictures of a running service or
 of the dbt docs site. From the shell::
 
     python -m gamelake_dev.screenshot http://127.0.0.1:9108/dashboard dashboard.png --size 1200x900

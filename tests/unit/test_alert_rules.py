@@ -74,7 +74,7 @@ def test_every_alert_is_tested_firing_and_cleared_and_says_what_to_check():
         seen = [bool(check["exp_alerts"]) for check in checks if check["alertname"] == name]
         assert True in seen and False in seen, f"{name}: test it firing and cleared"
         assert rule["labels"]["severity"] in ("warning", "critical"), name
-        assert annotations["summary"] and "README" in annotations["description"], name
+        assert annotations["summary"] and "doc/" in annotations["description"], name
 
 
 def test_prometheus_scrapes_both_services_on_loopback():
