@@ -22,8 +22,9 @@ in_here() { (cd "$here" && "$py" "$@"); }
 # The other revision's demo schemas, compiled where it keeps them (ingest/dev before the layout).
 in_other -m ingest.dev.demo_schemas compile >/dev/null 2>&1 || in_other -m gamelake_dev.demo_schemas compile >/dev/null
 
-decode=(-m bench.decode_nested --events 20000 --repeats 3)
-ingest=(-m bench.run --events 300000 --instances 1 --rate 10000 --seconds 15)
+# Sizes: EVENTS_DECODE (20,000 per schema) and EVENTS_INGEST (300,000) from the environment.
+decode=(-m bench.decode_nested --events "${EVENTS_DECODE:-20000}" --repeats 3)
+ingest=(-m bench.run --events "${EVENTS_INGEST:-300000}" --instances 1 --rate 10000 --seconds 15)
 for round in $(seq "$rounds"); do
   echo "== round $round: decode, $rev"; in_other "${decode[@]}"
   echo "== round $round: decode, this checkout"; in_here "${decode[@]}"
