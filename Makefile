@@ -20,7 +20,7 @@ FRESH_RATE ?= 20000
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer bench-memory bench-decode docs docs-config docs-serve lock clean
+.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer bench-memory bench-decode bench-profile docs docs-config docs-serve lock clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -119,6 +119,9 @@ bench-throughput: setup ## Silver rows/s on a 1,000,000-event batch: dbt against
 
 bench-incremental: setup ## Incremental dbt build cost vs history and games (bench/results/incremental.md)
 	bench/incremental.sh
+
+bench-profile: setup ## Where a warm refresh cycle's time goes, per model and statement, at 5 and 60 games (bench/results/refresh_profile.md)
+	$(BIN)/python -m bench.refresh_profile
 
 bench-decode: setup ## Decode CPU per event, nested studio schema against the flat event (bench/results/decode_nested.md)
 	$(BIN)/python -m bench.decode_nested

@@ -1,0 +1,268 @@
+"""Where a warm refresh cycle's time goes: every Spark statement dbt sends, per model, with its
+time; dbt's own Python time per node; the Delta commits each model makes.
+
+    python -m bench.refresh_profile [--games 5 60] [--new 6000] [--label before]
+
+For each games count, a private lakehouse (bench.incremental's ``prepare``: the repo's dbt
+project with a seed of that many active games, 60,000 events of history, a first build) is made
+once under .cache/bench-profile and reused. Then, in one process and one Spark session, as the
+continuous refresh runs it: ``--new`` events land in bronze and a build warms the session; more
+events land and the profiled build runs. dbt's events (``SQLQuery`` and ``SQLQueryStatus``, by
+node) come through a dbtRunner callback; a node's dbt time is its run time less the time its
+statements took in Spark. Commits are the new versions in each model's ``_delta_log``.
+
+The figures are printed and appended, with machine, date and ``--label``, to
+bench/results/refresh_profile.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.incremental import _bronze_rows, _copy_project, _land, _session, prepare
+from ingest.core.settings.paths import PROJECT_DIR
+
+RESULTS = PROJECT_DIR / "bench" / "results" / "refresh_profile.md"
+WORK = PROJECT_DIR / ".cache" / "bench-profile"
+HISTORY = 60_000
+
+# What a statement does, by the first pattern its text matches (dbt's query comment removed).
+KINDS = [
+    ("merge", r"^merge into"),
+    ("insert", r"^insert (into|overwrite)"),
+    ("create table as select", r"^create (or replace )?table"),
+    ("create view", r"^create (or replace )?(temporary )?view"),
+    ("drop", r"^drop "),
+    ("mark: show tblproperties", r"^show tblproperties"),
+    ("mark: set tblproperties", r"^alter table .* set tblproperties"),
+    ("describe history (Delta log)", r"^describe history"),
+    ("describe", r"^describe"),
+    ("show tables / schemas", r"^show (tables|views|table extended|schemas)"),
+    ("event dates of the batch", r"^select distinct cast\(event_date"),
+    ("slice bounds", r"slice_from_version"),
+    ("build lock", r"build_lock"),
+    ("select (test or macro query)", r"^(with|select)"),
+]
+
+
+@dataclass
+class Node:
+    name: str
+    kind: str
+    seconds: float = 0.0
+    statements: list[tuple[str, float]] = field(default_factory=list)
+    commits: int = 0
+
+    @property
+    def sql_seconds(self) -> float:
+        return sum(s for _, s in self.statements)
+
+
+def _kind(sql: str) -> str:
+    text = re.sub(r"/\*.*?\*/", "", sql, flags=re.S)
+    text = re.sub(r"--[^\n]*", "", text).strip().lower()
+    text = re.sub(r"\s+", " ", text)
+    for name, pattern in KINDS:
+        if re.search(pattern, text):
+            return name
+    return " ".join(text.split()[:3]) or "(empty)"
+
+
+class Recorder:
+    """dbt's events during one invocation: each statement's text and time, by node."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, str] = {}  # node (or connection) -> its statement under way
+        self.statements: dict[str, list[tuple[str, float]]] = defaultdict(list)
+
+    def __call__(self, event: Any) -> None:
+        name = event.info.name
+        if name not in ("SQLQuery", "SQLQueryStatus"):
+            return
+        node = event.data.node_info.unique_id or f"(run hooks: {event.data.node_info.node_name or '-'})"
+        if name == "SQLQuery":
+            self.pending[node] = event.data.sql
+        elif node in self.pending:
+            self.statements[node].append((_kind(self.pending.pop(node)), float(event.data.elapsed)))
+
+
+def _dbt(project: Path, recorder: Recorder | None, *args: str) -> tuple[float, Any]:
+    from dbt.cli.main import dbtRunner
+
+    runner = dbtRunner(callbacks=[recorder] if recorder else [])
+    started = time.monotonic()
+    result = runner.invoke(
+        [
+            *args,
+            "--project-dir",
+            str(project),
+            "--profiles-dir",
+            str(project / "profiles"),
+            "--target",
+            "local",
+        ]
+    )
+    took = time.monotonic() - started
+    if not result.success:
+        raise SystemExit(f"dbt {' '.join(args)} failed: {result.exception}")
+    return took, result.result
+
+
+def _log_versions(warehouse: Path) -> dict[str, int]:
+    """Every table's newest Delta version under Spark's warehouse, by table name."""
+    found = {}
+    for log in (warehouse / "spark").glob("*.db/*/_delta_log"):
+        versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()]
+        found[log.parent.name] = max(versions, default=-1)
+    return found
+
+
+def profile(games: int, new: int) -> tuple[float, list[Node], dict[str, Any]]:
+    import json
+
+    root = WORK / f"games-{games}"
+    if not (root / "state.json").exists():
+        prepare(root, HISTORY, games)
+    state = json.loads((root / "state.json").read_text())
+    project = root / "project"
+    _copy_project(project, state["games"])  # the code as it is now
+    os.environ["GAMELAKE_BRONZE_PATH"] = str(root / "warehouse" / "bronze" / "game_events")
+    spark = _session(root)
+    bronze = root / "warehouse" / "bronze" / "game_events"
+    for _ in ("warm", "profiled"):
+        _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, state["games"], 0.01))
+        state["next_id"] += new
+        before = _log_versions(root / "warehouse")
+        recorder = Recorder()
+        took, results = _dbt(project, recorder, "build")
+    after = _log_versions(root / "warehouse")
+    (root / "state.json").write_text(json.dumps(state))
+    nodes = []
+    for r in results.results:
+        node = Node(r.node.name, r.node.resource_type, float(r.execution_time))
+        node.statements = recorder.statements.get(r.node.unique_id, [])
+        node.commits = after.get(r.node.name, -1) - before.get(r.node.name, -1)
+        nodes.append(node)
+    hooks = {k: v for k, v in recorder.statements.items() if k.startswith("(run hooks")}
+    spark.stop()
+    return took, nodes, hooks
+
+
+def _report(games: int, new: int, took: float, nodes: list[Node], hooks: dict[str, Any]) -> list[str]:
+    models = [n for n in nodes if n.kind == "model"]
+    tests = [n for n in nodes if n.kind == "test"]
+    lines = [
+        f"### {games} games, {new:,} new events, warm build {took:.1f} s",
+        "",
+        f"- nodes: {len(models)} models ({sum(n.seconds for n in models):.1f} s), {len(tests)} tests "
+        f"({sum(n.seconds for n in tests):.1f} s), other {len(nodes) - len(models) - len(tests)}",
+        f"- median model {statistics.median(n.seconds for n in models):.2f} s; of it in Spark statements "
+        f"{statistics.median(n.sql_seconds for n in models):.2f} s, in dbt's Python "
+        f"{statistics.median(n.seconds - n.sql_seconds for n in models):.2f} s",
+        f"- Delta commits per model: {_counts(n.commits for n in models)}",
+        f"- run hooks (lock, bronze source): {sum(s for v in hooks.values() for _, s in v):.2f} s in "
+        f"{sum(len(v) for v in hooks.values())} statements",
+        "",
+        "Statements sent per model, summed over the models (count, total s, median s):",
+        "",
+        "| statement | models of the kind | count | total s | median s |",
+        "|---|---|---:|---:|---:|",
+    ]
+    by_kind: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for n in models:
+        for kind, seconds in n.statements:
+            by_kind[(_family(n.name), kind)].append(seconds)
+    for (family, kind), times in sorted(by_kind.items(), key=lambda kv: -sum(kv[1])):
+        lines.append(
+            f"| {kind} | {family} | {len(times)} | {sum(times):.2f} | {statistics.median(times):.3f} |"
+        )
+    lines += ["", "Per model: wall s, in Spark s, dbt Python s, commits, statements in order:", ""]
+    lines += [
+        "| model | wall s | Spark s | dbt s | commits | statements (s) |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for n in models:
+        steps = ", ".join(f"{k} {s:.2f}" for k, s in n.statements)
+        lines.append(
+            f"| {n.name} | {n.seconds:.2f} | {n.sql_seconds:.2f} | {n.seconds - n.sql_seconds:.2f} | "
+            f"{n.commits} | {steps} |"
+        )
+    return [*lines, ""]
+
+
+def _family(name: str) -> str:
+    if name.startswith("silver_") and name != "silver_quarantine":
+        return "silver per game"
+    if name.startswith("gold_") and not name.startswith("gold_all_games"):
+        return "gold per game"
+    return "shared"
+
+
+def _counts(values: Any) -> str:
+    tally: dict[int, int] = defaultdict(int)
+    for v in values:
+        tally[v] += 1
+    return ", ".join(f"{k} commit(s): {c} models" for k, c in sorted(tally.items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--games", type=int, nargs="+", default=[5, 60])
+    parser.add_argument("--new", type=int, default=6000)
+    parser.add_argument("--label", default="")
+    parser.add_argument("--only", type=int, help=argparse.SUPPRESS)  # one games count, in this process
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.only:
+        took, nodes, hooks = profile(args.only, args.new)
+        args.out.write_text("\n".join(_report(args.only, args.new, took, nodes, hooks)) + "\n")
+        return 0
+    now = dt.datetime.now(dt.UTC)
+    lines = [
+        f"## {now:%Y-%m-%d %H:%M} UTC{' — ' + args.label if args.label else ''}",
+        "",
+        f"- machine: {platform.node() and 'vm'}, {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())}",
+        f"- {HISTORY:,} events of history; each build is the second in one Spark session (warm)",
+        "",
+    ]
+    for games in args.games:
+        # one process per lakehouse: a Spark session (and its metastore) per process
+        out = WORK / f"report-{games}.md"
+        WORK.mkdir(parents=True, exist_ok=True)
+        command = [
+            sys.executable,
+            "-m",
+            "bench.refresh_profile",
+            "--only",
+            str(games),
+            "--new",
+            str(args.new),
+        ]
+        subprocess.run([*command, "--out", str(out)], check=True, cwd=PROJECT_DIR)
+        lines.append(out.read_text())
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not RESULTS.exists():
+        RESULTS.write_text("# Refresh profile: where a warm cycle's time goes (bench/refresh_profile.py)\n\n")
+    with RESULTS.open("a") as out:
+        out.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
