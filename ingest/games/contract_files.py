@@ -22,7 +22,13 @@ _SLICE_TESTS = {
     "bronze_row_key": [f"unique:{_NEW_ROWS}", f"not_null:{_NEW_ROWS}"],
     "kafka_topic": [f"not_null:{_NEW_ROWS}"],
 }
-_SLICE_ONLY = ("bronze_version", "slice_from_version", "slice_to_version", "slice_built_at")
+_SLICE_ONLY = (
+    "bronze_version",
+    "slice_from_version",
+    "slice_to_version",
+    "slice_built_at",
+    "slice_reader_marks",
+)
 
 
 def contract_macros(contract: Contract) -> str:

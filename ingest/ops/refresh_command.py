@@ -5,7 +5,10 @@
 bronze has a new Delta version, at most once per ``--min-interval`` seconds, each build reading
 at most ``--max-versions-per-build`` bronze versions (a backlog is read in steps, one after the
 other; after a failed build: later and fewer, see ``build_pacing``). SIGTERM or SIGINT stops it
-after the build in progress, which is never cut in half. Each build is incremental by
+after the build in progress, which is never cut in half. After its first (whole) build, a cycle
+builds the bronze slice, then only the silver and gold of the games with rows in it
+(``refresh_selection``): a game without new events costs no Spark job and no commit. Each build
+is incremental by
 the contract in doc/DESIGN.md ("The incremental contract"), so a stop, a crash or a second
 refresh never loses or doubles a row.
 
@@ -33,10 +36,11 @@ from ingest.core.metrics.history import Kind, MetricHistory, Panel
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.core.stop_signals import stop_on_signals
 from ingest.ops.build_pacing import BuildPacing
+from ingest.ops.refresh_selection import SLICE, build_selection, read_slice_readers
 
 log = logging.getLogger("gamelake.refresh")
 PROFILES_DIR = PROJECT_DIR / "profiles"
-SLICE = "bronze.stg_bronze__new_events"
+SLICE_MODEL = "stg_bronze__new_events"
 
 REGISTRY = CollectorRegistry()
 BUILDS = Counter("gamelake_refresh_builds_total", "dbt builds by outcome", ["outcome"], registry=REGISTRY)
@@ -151,12 +155,27 @@ class _Outcomes:
 _OUTCOMES = _Outcomes()
 
 
-def build_once(spark: Any, watch: BronzeWatch, max_versions: int = 0) -> int | None:
-    """One dbt build reading at most ``max_versions`` bronze versions (0: all); the bronze
-    version it covered, or None when it failed."""
-    started = time.monotonic()
+def _build(spark: Any, max_versions: int, whole: bool) -> bool:
+    """The whole project, or the slice and then only the games with rows in it (refresh_selection)."""
     bound = ["--vars", json.dumps({"gamelake_slice_max_versions": max_versions})] if max_versions else []
-    ok = _dbt("build", *bound)
+    if whole:
+        return _dbt("build", *bound)
+    if not _dbt("build", "--select", SLICE_MODEL, *bound):
+        return False
+    selection = build_selection(read_slice_readers(spark))
+    if not selection:
+        log.info("refresh: no game has new rows in the slice; nothing more to build")
+        return True
+    log.info("refresh: building %s", " ".join(selection))
+    return _dbt("build", "--select", *selection, "--exclude", SLICE_MODEL, "tag:audit")
+
+
+def build_once(spark: Any, watch: BronzeWatch, max_versions: int = 0, whole: bool = True) -> int | None:
+    """One build reading at most ``max_versions`` bronze versions (0: all): the whole project, or
+    (``whole=False``) only the games with new rows; the bronze version it covered, or None when it
+    failed."""
+    started = time.monotonic()
+    ok = _build(spark, max_versions, whole)
     took = time.monotonic() - started
     BUILD_SECONDS.observe(took)
     BUILDS.labels("ok" if ok else "failed").inc()
@@ -199,7 +218,8 @@ def run_continuously(spark: Any, watch: BronzeWatch, pacing: BuildPacing) -> int
                 stop.wait(0.5)
                 continue
             last_start = time.monotonic()
-            covered = build_once(spark, watch, pacing.versions())
+            # the first build of a process builds everything (views, a game added meanwhile)
+            covered = build_once(spark, watch, pacing.versions(), whole=built is None)
             if covered is None:
                 pacing.failed(behind=version - (built if built is not None else -1))
                 log.warning(

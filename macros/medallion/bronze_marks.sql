@@ -26,21 +26,31 @@
     }) }}
 {% endmacro %}
 
-{#- The bounds of the slice stg_bronze__new_events holds now (its bounds row); none before
-    its first build (a model built on its own, or sqlfluff compiling a fresh clone). -#}
-{% macro gamelake_slice_bounds() %}
-    {%- if not gamelake_relation_exists(ref('stg_bronze__new_events')) -%}
+{#- The bounds of the slice stg_bronze__new_events holds now (its bounds row), with the readers'
+    marks it was planned from and whether it is fresh; none before its first build (a model
+    built on its own, or sqlfluff compiling a fresh clone). -#}
+{% macro gamelake_slice_bounds(slice=none) %}
+    {%- set slice = slice or ref('stg_bronze__new_events') -%}
+    {%- if not gamelake_relation_exists(slice) -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set rows = run_query(
-        "select slice_from_version, slice_to_version, date_format(slice_built_at, 'yyyy-MM-dd HH:mm:ss') "
-        ~ "from " ~ ref('stg_bronze__new_events') ~ " where bronze_version is null") -%}
+        "select slice_from_version, slice_to_version, date_format(slice_built_at, 'yyyy-MM-dd HH:mm:ss'), "
+        ~ "slice_reader_marks from " ~ slice ~ " where bronze_version is null") -%}
     {%- if rows | length != 1 -%}
         {{ exceptions.raise_compiler_error(
-            ref('stg_bronze__new_events') ~ " has " ~ rows | length ~ " bounds rows, not one: "
+            slice ~ " has " ~ rows | length ~ " bounds rows, not one: "
             ~ "rebuild it with `dbt build --select stg_bronze__new_events+`") }}
     {%- endif -%}
-    {{ return({'from': rows[0][0] | int, 'to': rows[0][1] | int, 'built_at': rows[0][2]}) }}
+    {%- set built_at = modules.datetime.datetime.strptime(rows[0][2], '%Y-%m-%d %H:%M:%S') -%}
+    {%- set age_hours = (modules.datetime.datetime.utcnow() - built_at).total_seconds() / 3600 -%}
+    {{ return({
+        'from': rows[0][0] | int,
+        'to': rows[0][1] | int,
+        'built_at': rows[0][2],
+        'reader_marks': fromjson(rows[0][3] or '{}'),
+        'fresh': age_hours < var('gamelake_change_feed_hours'),
+    }) }}
 {% endmacro %}
 
 {#- How a reader gets its new bronze rows this build: from the slice when its mark is fresh and
@@ -59,9 +69,20 @@
         {%- set current = gamelake_table_version(bronze) -%}
         {{ return({'use_slice': current is none, 'mark': 0, 'to': current}) }}
     {%- endif -%}
-    {%- set mark = gamelake_bronze_mark(this) if is_incremental() else none -%}
+    {%- set mark = _reader_mark(bounds) if is_incremental() else none -%}
     {%- set use_slice = mark is not none and mark.fresh and mark.version + 1 >= bounds['from'] -%}
     {{ return({'use_slice': use_slice, 'mark': mark.version if use_slice else none, 'to': bounds['to']}) }}
+{% endmacro %}
+
+{#- This reader's mark: its own, or the one the slice was planned from when later (a game with no
+    rows in earlier slices has read up to them without a build: macros/medallion/bronze_slice.sql). -#}
+{% macro _reader_mark(bounds) %}
+    {%- set own = gamelake_bronze_mark(this) -%}
+    {%- set planned = bounds.reader_marks.get(this.identifier) -%}
+    {%- if planned is not none and bounds.fresh and (own is none or not own.fresh or planned > own.version) -%}
+        {{ return({'version': planned, 'fresh': true}) }}
+    {%- endif -%}
+    {{ return(own) }}
 {% endmacro %}
 
 {#- The bronze rows a reader has not read, staged: `where` narrows them (a game). -#}
@@ -70,7 +91,7 @@
     {%- do source('bronze', 'game_events') -%}
     {%- do ref('stg_bronze__new_events') -%}
     {%- if plan.use_slice %}
-    select * except (slice_from_version, slice_to_version, slice_built_at)
+    select * except (slice_from_version, slice_to_version, slice_built_at, slice_reader_marks)
     from {{ ref('stg_bronze__new_events') }}
     where bronze_version > {{ plan.mark }} and {{ where }}
     {%- else %}

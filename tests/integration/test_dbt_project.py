@@ -8,6 +8,7 @@ computed in Python from the bronze rows this module wrote (tests/integration/dbt
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import time
@@ -542,6 +543,55 @@ def test_a_crash_between_models_loses_and_doubles_nothing(lake: Lake, writer: su
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
     quarantine = {row["quarantine_id"]: row["reasons"] for row in lake.table("silver.silver_quarantine")}
     assert quarantine == lake.quarantine
+
+
+def _slice_bounds(lake: Lake) -> dict[str, Any]:
+    row = lake.spark.sql(
+        "select slice_from_version, slice_to_version, slice_reader_marks"
+        " from bronze.stg_bronze__new_events where bronze_version is null"
+    ).first()
+    return {"from": row[0], "to": row[1], "marks": json.loads(row[2])}
+
+
+def _version(lake: Lake, table: str) -> int:
+    return int(lake.spark.sql(f"describe history {table} limit 1").first()["version"])
+
+
+def test_a_game_without_new_rows_is_read_up_to_the_slice_without_a_build(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # Two slices built on their own, as `ingest refresh` builds each cycle's slice first and then
+    # only the games with rows in it. A game with rows keeps its mark until its own build commits;
+    # a game without rows is carried up to the slice it had nothing in, with no build of its own.
+    quiet = (PAUSED, NEW_GAME)
+    lake.land(
+        [writer.event(ACTIVE, 4, NOW - timedelta(minutes=2), gamers=6) for _ in range(10)],
+        support.schema_for(4),
+    )
+    lake.build("slice only", "stg_bronze__new_events")
+    one = _slice_bounds(lake)
+    lake.land(
+        [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(10)],
+        support.schema_for(4),
+    )
+    lake.build("slice only, again", "stg_bronze__new_events")
+    two = _slice_bounds(lake)
+
+    assert {two["marks"][f"silver_{game}"] for game in quiet} == {one["to"]}
+    assert two["marks"][f"silver_{ACTIVE}"] == one["marks"][f"silver_{ACTIVE}"] < one["to"]
+    assert two["from"] == one["marks"][f"silver_{ACTIVE}"] + 1, (
+        "rows the active game has not read left the slice"
+    )
+
+    quiet_versions = {game: _version(lake, f"silver.silver_{game}") for game in quiet}
+    lake.build("the games with rows", f"silver_{ACTIVE}+", "silver_quarantine+")
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+    assert {game: _version(lake, f"silver.silver_{game}") for game in quiet} == quiet_versions
+
+    lake.build("the next slice", "stg_bronze__new_events")
+    three = _slice_bounds(lake)
+    assert three["from"] == two["to"] + 1, "a game without rows held the slice back"
+    assert set(three["marks"].values()) == {two["to"]}
 
 
 def test_a_second_build_waits_for_the_lock(lake: Lake, writer: support.BronzeWriter) -> None:

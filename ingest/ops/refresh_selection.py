@@ -1,0 +1,66 @@
+"""Which models a refresh cycle builds: the games whose silver has rows to read in the slice.
+
+A cycle builds the slice (``stg_bronze__new_events``) first. Its bounds row carries the mark
+each reader was planned from (``slice_reader_marks``). A game whose slice rows are all at or
+before its mark, or that has none, has nothing to read: its silver and gold are not built, and
+the next slice counts it as read up to this one's upper bound (macros/medallion/bronze_slice.sql).
+A reader the slice has no mark for (a new game, a stale mark) is always built.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ingest.core.identifiers import validate_slug
+
+SLICE = "bronze.stg_bronze__new_events"
+SEED = "reference.games"
+QUARANTINE = "silver_quarantine"
+ANY_GAME = "*"
+
+
+@dataclass(frozen=True)
+class SliceReaders:
+    """What the slice says about its readers: planned marks, and its newest version per game."""
+
+    marks: dict[str, int]  # reader table -> the bronze version it had read when the slice was planned
+    newest: dict[str, int]  # game slug (ANY_GAME: any row) -> the newest bronze version in the slice
+    active_games: list[str]
+
+    def games_to_build(self) -> list[str]:
+        return [game for game in self.active_games if self._has_rows(f"silver_{game}", game)]
+
+    def quarantine_to_build(self) -> bool:
+        return self._has_rows(QUARANTINE, ANY_GAME)
+
+    def _has_rows(self, reader: str, game: str) -> bool:
+        mark = self.marks.get(reader)
+        return mark is None or self.newest.get(game, -1) > mark
+
+
+def read_slice_readers(spark: Any) -> SliceReaders:
+    """One look at the slice and the seed, in the refresh's Spark session."""
+    bounds = spark.sql(f"select slice_reader_marks from {SLICE} where bronze_version is null").first()
+    marks = {str(k): int(v) for k, v in json.loads((bounds[0] if bounds else None) or "{}").items()}
+    newest: dict[str, int] = {ANY_GAME: -1}
+    rows = spark.sql(
+        f"select game_slug, max(bronze_version) from {SLICE}"
+        " where bronze_version is not null group by game_slug"
+    ).collect()
+    for game, version in rows:
+        newest[ANY_GAME] = max(newest[ANY_GAME], int(version))
+        if game is not None:
+            newest[game] = int(version)
+    seeded = spark.sql(f"select game_slug from {SEED} where is_active").collect()
+    active = [validate_slug(row[0], source=SEED) for row in seeded]
+    return SliceReaders(marks, newest, sorted(active))
+
+
+def build_selection(readers: SliceReaders) -> list[str]:
+    """dbt --select arguments for the models after the slice; empty when nothing has rows."""
+    selection = [f"silver_{game}+" for game in readers.games_to_build()]
+    if readers.quarantine_to_build():
+        selection.append(f"{QUARANTINE}+")
+    return selection

@@ -1,0 +1,38 @@
+"""Which games a refresh cycle builds, from what the slice says about its readers."""
+
+from __future__ import annotations
+
+from ingest.ops.refresh_selection import ANY_GAME, SliceReaders, build_selection
+
+
+def _readers(marks: dict[str, int], newest: dict[str, int], active: list[str]) -> SliceReaders:
+    return SliceReaders(marks, {ANY_GAME: max(newest.values(), default=-1), **newest}, active)
+
+
+def test_only_games_with_rows_after_their_mark_are_built() -> None:
+    readers = _readers(
+        {"silver_alpha": 10, "silver_beta": 10, "silver_gamma": 14, "silver_quarantine": 10},
+        {"alpha": 12, "gamma": 14},  # gamma's rows are ones it has read already; beta has none
+        ["alpha", "beta", "gamma"],
+    )
+    assert build_selection(readers) == ["silver_alpha+", "silver_quarantine+"]
+
+
+def test_a_reader_without_a_mark_is_built_even_without_rows() -> None:
+    readers = _readers({"silver_quarantine": 10}, {}, ["new_game"])  # first build, or a stale mark
+    assert build_selection(readers) == ["silver_new_game+"]
+
+
+def test_an_empty_slice_builds_nothing() -> None:
+    readers = _readers({"silver_alpha": 10, "silver_quarantine": 10}, {}, ["alpha"])
+    assert build_selection(readers) == []
+
+
+def test_paused_games_are_not_built() -> None:
+    readers = _readers({"silver_alpha": 10, "silver_quarantine": 10}, {"alpha": 11, "beta": 11}, ["alpha"])
+    assert build_selection(readers) == ["silver_alpha+", "silver_quarantine+"]
+
+
+def test_rows_of_an_unknown_game_build_quarantine_only() -> None:
+    readers = _readers({"silver_alpha": 10, "silver_quarantine": 10}, {"ghost": 11}, ["alpha"])
+    assert build_selection(readers) == ["silver_quarantine+"]
