@@ -35,12 +35,13 @@ from tests.integration.ingest_support import wait_until
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 METRICS_PORT = 9391
-GAMES = {"alpha": True, "beta": True}
+GAMES = {"alpha": True, "beta": True, "quiet": True}
+BUSY = ["alpha", "beta"]  # quiet gets events in the first batches only
 
 
-def _bronze_batch(writer: support.BronzeWriter, count: int) -> pa.Table:
+def _bronze_batch(writer: support.BronzeWriter, count: int, games: list[str]) -> pa.Table:
     at = datetime.now(UTC).replace(tzinfo=None, microsecond=0) - timedelta(minutes=1)
-    rows = [writer.event(list(GAMES)[i % 2], 4, at) for i in range(count)]
+    rows = [writer.event(games[i % len(games)], 4, at) for i in range(count)]
     return pa.Table.from_pylist(rows, schema=_SCHEMA)
 
 
@@ -100,7 +101,7 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     ensure_table(bronze, _SCHEMA, ["event_date"], "game_events", CHANGE_DATA_FEED)
     writer = support.BronzeWriter(random.Random(7))
     for _ in range(3):
-        write_deltalake(str(bronze), _bronze_batch(writer, 20), mode="append")
+        write_deltalake(str(bronze), _bronze_batch(writer, 21, list(GAMES)), mode="append")
 
     env = {**os.environ, "GAMELAKE_HOME": str(project), "GAMELAKE_WAREHOUSE_DIR": str(warehouse)}
     env.pop("GAMELAKE_BRONZE_PATH", None)
@@ -123,8 +124,9 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
             300,
             "the first build to cover bronze",
         )
+        quiet_versions = _versions(warehouse, "quiet")
         for _ in range(4):  # a backlog of 4 versions, read 2 at a time
-            write_deltalake(str(bronze), _bronze_batch(writer, 10), mode="append")
+            write_deltalake(str(bronze), _bronze_batch(writer, 10, BUSY), mode="append")
         second = DeltaTable(str(bronze)).version()
         wait_until(
             lambda: _metric("gamelake_refresh_bronze_version")["gamelake_refresh_bronze_version"] >= second,
@@ -160,6 +162,22 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
         game: DeltaTable(str(warehouse / "spark" / "silver.db" / f"silver_{game}")).to_pyarrow_table()
         for game in GAMES
     }
-    assert sum(t.num_rows for t in silver.values()) == 100, "every bronze row reached silver once"
+    assert sum(t.num_rows for t in silver.values()) == 103, "every bronze row reached silver once"
     for game, rows in silver.items():
         assert len(set(rows["event_id"].to_pylist())) == rows.num_rows, f"silver_{game} holds duplicates"
+    # a game without new events: no build, no commit, and it did not hold the slice back
+    assert _versions(warehouse, "quiet") == quiet_versions
+    assert "refresh: building silver_alpha+ silver_beta+ silver_quarantine+" in output, output[-3000:]
+    assert "silver_quiet+" not in output.split("refresh: build ok", 1)[1]
+
+
+def _versions(warehouse: Path, game: str) -> dict[str, int]:
+    """The Delta version of each of a game's tables."""
+    tables = {
+        f"silver_{game}": warehouse / "spark" / "silver.db" / f"silver_{game}",
+        **{
+            f"gold_{game}_{kind}": warehouse / "spark" / "gold.db" / f"gold_{game}_{kind}"
+            for kind in ("player_agg", "daily_active")
+        },
+    }
+    return {name: DeltaTable(str(path)).version() for name, path in tables.items()}
