@@ -1,13 +1,17 @@
 """Where a warm refresh cycle's time goes: every Spark statement dbt sends, per model, with its
 time; dbt's own Python time per node; the Delta commits each model makes.
 
-    python -m bench.refresh_profile [--games 5 60] [--new 6000] [--label before]
+    python -m bench.refresh_profile [--games 5 60] [--active N] [--cycle refresh|build] [--new 6000]
+                                    [--label before]
 
 For each games count, a private lakehouse (bench.incremental's ``prepare``: the repo's dbt
 project with a seed of that many active games, 60,000 events of history, a first build) is made
 once under .cache/bench-profile and reused. Then, in one process and one Spark session, as the
-continuous refresh runs it: ``--new`` events land in bronze and a build warms the session; more
-events land and the profiled build runs. dbt's events (``SQLQuery`` and ``SQLQueryStatus``, by
+continuous refresh runs it: ``--new`` events land in bronze (for the first ``--active`` games of
+the seed, default all) and a cycle warms the session; more events land and the profiled cycle
+runs. ``--cycle refresh`` (the default) is the continuous refresh's cycle: the slice, then only
+the games with rows in it (ingest/ops/refresh_selection.py); ``--cycle build`` is a plain
+``dbt build`` of everything. dbt's events (``SQLQuery`` and ``SQLQueryStatus``, by
 node) come through a dbtRunner callback; a node's dbt time is its run time less the time its
 statements took in Spark. Commits are the new versions in each model's ``_delta_log``.
 
@@ -33,6 +37,7 @@ from typing import Any
 
 from bench.incremental import _bronze_rows, _copy_project, _land, _session, prepare
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.ops.refresh_selection import SLICE_MODEL, after_slice_args, build_selection, read_slice_readers
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "refresh_profile.md"
 WORK = PROJECT_DIR / ".cache" / "bench-profile"
@@ -129,7 +134,22 @@ def _log_versions(warehouse: Path) -> dict[str, int]:
     return found
 
 
-def profile(games: int, new: int) -> tuple[float, list[Node], dict[str, Any]]:
+def _cycle(project: Path, spark: Any, recorder: Recorder, cycle: str) -> tuple[float, list[Any]]:
+    """One cycle as ``cycle`` says: its wall time and the results of every node it ran."""
+    if cycle == "build":
+        took, results = _dbt(project, recorder, "build")
+        return took, list(results.results)
+    took, first = _dbt(project, recorder, "build", "--select", SLICE_MODEL)
+    started = time.monotonic()
+    selection = build_selection(read_slice_readers(spark))
+    took += time.monotonic() - started
+    if not selection:
+        return took, list(first.results)
+    more, second = _dbt(project, recorder, *after_slice_args(selection))
+    return took + more, [*first.results, *second.results]
+
+
+def profile(games: int, new: int, active: int, cycle: str) -> tuple[float, list[Node], dict[str, Any]]:
     import json
 
     root = WORK / f"games-{games}"
@@ -141,16 +161,17 @@ def profile(games: int, new: int) -> tuple[float, list[Node], dict[str, Any]]:
     os.environ["GAMELAKE_BRONZE_PATH"] = str(root / "warehouse" / "bronze" / "game_events")
     spark = _session(root)
     bronze = root / "warehouse" / "bronze" / "game_events"
+    receiving = state["games"][: active or None]
     for _ in ("warm", "profiled"):
-        _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, state["games"], 0.01))
+        _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, receiving, 0.01))
         state["next_id"] += new
         before = _log_versions(root / "warehouse")
         recorder = Recorder()
-        took, results = _dbt(project, recorder, "build")
+        took, results = _cycle(project, spark, recorder, cycle)
     after = _log_versions(root / "warehouse")
     (root / "state.json").write_text(json.dumps(state))
     nodes = []
-    for r in results.results:
+    for r in results:
         node = Node(r.node.name, r.node.resource_type, float(r.execution_time))
         node.statements = recorder.statements.get(r.node.unique_id, [])
         node.commits = after.get(r.node.name, -1) - before.get(r.node.name, -1)
@@ -160,11 +181,14 @@ def profile(games: int, new: int) -> tuple[float, list[Node], dict[str, Any]]:
     return took, nodes, hooks
 
 
-def _report(games: int, new: int, took: float, nodes: list[Node], hooks: dict[str, Any]) -> list[str]:
+def _report(
+    games: int, new: int, took: float, nodes: list[Node], hooks: dict[str, Any], active: int, cycle: str
+) -> list[str]:
     models = [n for n in nodes if n.kind == "model"]
     tests = [n for n in nodes if n.kind == "test"]
+    receiving = f"events for {active} of them" if active and active < games else "events for all"
     lines = [
-        f"### {games} games, {new:,} new events, warm build {took:.1f} s",
+        f"### {games} games in the seed, {receiving}, {new:,} new events: warm {cycle} cycle {took:.1f} s",
         "",
         f"- nodes: {len(models)} models ({sum(n.seconds for n in models):.1f} s), {len(tests)} tests "
         f"({sum(n.seconds for n in tests):.1f} s), other {len(nodes) - len(models) - len(tests)}",
@@ -223,13 +247,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--games", type=int, nargs="+", default=[5, 60])
     parser.add_argument("--new", type=int, default=6000)
+    parser.add_argument("--active", type=int, default=0, help="games that receive events (0: all)")
+    parser.add_argument("--cycle", choices=["refresh", "build"], default="refresh")
     parser.add_argument("--label", default="")
     parser.add_argument("--only", type=int, help=argparse.SUPPRESS)  # one games count, in this process
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.only:
-        took, nodes, hooks = profile(args.only, args.new)
-        args.out.write_text("\n".join(_report(args.only, args.new, took, nodes, hooks)) + "\n")
+        took, nodes, hooks = profile(args.only, args.new, args.active, args.cycle)
+        report = _report(args.only, args.new, took, nodes, hooks, args.active, args.cycle)
+        args.out.write_text("\n".join(report) + "\n")
         return 0
     now = dt.datetime.now(dt.UTC)
     lines = [
@@ -252,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
             str(games),
             "--new",
             str(args.new),
+            "--active",
+            str(args.active),
+            "--cycle",
+            args.cycle,
         ]
         subprocess.run([*command, "--out", str(out)], check=True, cwd=PROJECT_DIR)
         lines.append(out.read_text())

@@ -36,11 +36,16 @@ from ingest.core.metrics.history import Kind, MetricHistory, Panel
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.core.stop_signals import stop_on_signals
 from ingest.ops.build_pacing import BuildPacing
-from ingest.ops.refresh_selection import SLICE, build_selection, read_slice_readers
+from ingest.ops.refresh_selection import (
+    SLICE,
+    SLICE_MODEL,
+    after_slice_args,
+    build_selection,
+    read_slice_readers,
+)
 
 log = logging.getLogger("gamelake.refresh")
 PROFILES_DIR = PROJECT_DIR / "profiles"
-SLICE_MODEL = "stg_bronze__new_events"
 
 REGISTRY = CollectorRegistry()
 BUILDS = Counter("gamelake_refresh_builds_total", "dbt builds by outcome", ["outcome"], registry=REGISTRY)
@@ -167,7 +172,7 @@ def _build(spark: Any, max_versions: int, whole: bool) -> bool:
         log.info("refresh: no game has new rows in the slice; nothing more to build")
         return True
     log.info("refresh: building %s", " ".join(selection))
-    return _dbt("build", "--select", *selection, "--exclude", SLICE_MODEL, "tag:audit")
+    return _dbt(*after_slice_args(selection), *bound)  # the same vars: a change would re-parse
 
 
 def build_once(spark: Any, watch: BronzeWatch, max_versions: int = 0, whole: bool = True) -> int | None:

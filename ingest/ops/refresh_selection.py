@@ -15,7 +15,8 @@ from typing import Any
 
 from ingest.core.identifiers import validate_slug
 
-SLICE = "bronze.stg_bronze__new_events"
+SLICE_MODEL = "stg_bronze__new_events"
+SLICE = f"bronze.{SLICE_MODEL}"
 SEED = "reference.games"
 QUARANTINE = "silver_quarantine"
 ANY_GAME = "*"
@@ -28,6 +29,15 @@ class SliceReaders:
     marks: dict[str, int]  # reader table -> the bronze version it had read when the slice was planned
     newest: dict[str, int]  # game slug (ANY_GAME: any row) -> the newest bronze version in the slice
     active_games: list[str]
+    to_version: int = -1  # the slice's upper bound
+
+    def carried(self) -> dict[str, int]:
+        """Each planned reader's mark once the slice is read: its upper bound for a reader with no
+        rows in it after its mark (it is not built), else the mark it was planned from."""
+        return {
+            reader: mark if self._has_rows(reader, _game_of(reader)) else max(mark, self.to_version)
+            for reader, mark in self.marks.items()
+        }
 
     def games_to_build(self) -> list[str]:
         return [game for game in self.active_games if self._has_rows(f"silver_{game}", game)]
@@ -38,6 +48,10 @@ class SliceReaders:
     def _has_rows(self, reader: str, game: str) -> bool:
         mark = self.marks.get(reader)
         return mark is None or self.newest.get(game, -1) > mark
+
+
+def _game_of(reader: str) -> str:
+    return ANY_GAME if reader == QUARANTINE else reader.removeprefix("silver_")
 
 
 def read_slice_readers(spark: Any) -> SliceReaders:
@@ -64,3 +78,9 @@ def build_selection(readers: SliceReaders) -> list[str]:
     if readers.quarantine_to_build():
         selection.append(f"{QUARANTINE}+")
     return selection
+
+
+def after_slice_args(selection: list[str]) -> list[str]:
+    """``dbt build`` arguments for a cycle's second step: the selection, not the slice again, and
+    not the whole-table audit."""
+    return ["build", "--select", *selection, "--exclude", SLICE_MODEL, "tag:audit"]

@@ -587,6 +587,10 @@ def test_a_game_without_new_rows_is_read_up_to_the_slice_without_a_build(
     lake.build("the games with rows", f"silver_{ACTIVE}+", "silver_quarantine+")
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
     assert {game: _version(lake, f"silver.silver_{game}") for game in quiet} == quiet_versions
+    # the all-games checks cover the games this build built, not every game
+    checked = _compiled_test(lake, "assert_silver_new_rows_valid")
+    assert f"silver.silver_{ACTIVE}" in checked, checked
+    assert not [game for game in quiet if f"silver.silver_{game}" in checked], checked
 
     lake.build("the next slice", "stg_bronze__new_events")
     three = _slice_bounds(lake)

@@ -36,3 +36,15 @@ def test_paused_games_are_not_built() -> None:
 def test_rows_of_an_unknown_game_build_quarantine_only() -> None:
     readers = _readers({"silver_alpha": 10, "silver_quarantine": 10}, {"ghost": 11}, ["alpha"])
     assert build_selection(readers) == ["silver_quarantine+"]
+
+
+def test_a_reader_without_rows_is_carried_to_the_slices_upper_bound() -> None:
+    readers = SliceReaders(
+        {"silver_alpha": 10, "silver_beta": 10, "silver_quarantine": 10},
+        {ANY_GAME: 12, "alpha": 12},
+        ["alpha", "beta"],
+        to_version=13,
+    )
+    # alpha keeps its mark until its own build commits; quarantine reads every game's rows, so
+    # alpha's rows are its too; beta had nothing to read
+    assert readers.carried() == {"silver_alpha": 10, "silver_beta": 13, "silver_quarantine": 10}

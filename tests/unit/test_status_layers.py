@@ -265,6 +265,34 @@ def test_silver_trails_bronze_from_the_first_append_after_its_mark_not_the_optim
     )
 
 
+def _slice(settings: IngestSettings, marks: dict[str, int], rows: dict[str, int], to: int) -> None:
+    """The bronze slice as dbt leaves it: a row per game and bronze version, and the bounds row."""
+    games = [*rows, None]
+    write_deltalake(
+        str(settings.dbt_table_path("bronze", "stg_bronze__new_events")),
+        pa.table(
+            {
+                "game_slug": pa.array(games, pa.string()),
+                "bronze_version": pa.array([*rows.values(), None], pa.int64()),
+                "slice_to_version": pa.array([to] * len(games), pa.int64()),
+                "slice_reader_marks": pa.array([None] * len(rows) + [json.dumps(marks)], pa.string()),
+            }
+        ),
+    )
+
+
+def test_a_game_the_slice_held_nothing_for_has_read_up_to_the_slice(settings):
+    bronze_times = _bronze(settings)
+    _silver(settings, "space_raiders", rows=5, bronze_mark=2)
+    _silver(settings, "kart_legends", rows=5, bronze_mark=0)  # not built since: it had no new rows
+    _slice(settings, {"silver_space_raiders": 2, "silver_kart_legends": 0}, {"space_raiders": 4}, to=4)
+    report = _report(settings)
+    raiders, kart = report["silver"]["space_raiders"], report["silver"]["kart_legends"]
+    assert kart["bronze_version"] == 4 and kart["freshness_s"] == 0.0
+    assert raiders["bronze_version"] == 2 and raiders["freshness_s"] == NOW - bronze_times[4]
+    assert ("warning", "stale", "silver_kart_legends") not in _codes(report)
+
+
 def test_freshness_thresholds_come_from_the_settings(tmp_path, monkeypatch):
     settings = load_settings(warehouse_dir=tmp_path, topics=["events"])
     _bronze(settings)

@@ -1,7 +1,9 @@
 """Silver and gold per game and the quarantine, from their Delta logs: rows, marks and freshness.
 
 Silver's mark is its table property gamelake.bronze_version, the bronze version it has read up
-to (macros/medallion/bronze_marks.sql); silver_quarantine keeps one too. Gold's mark is the
+to (macros/medallion/bronze_marks.sql); silver_quarantine keeps one too. A reader the latest
+bronze slice held no rows for has read up to that slice without a build: the later of the two
+counts (slice_marks.py). Gold's mark is the
 largest silver_version in its rows (macros/medallion/silver_changes.sql); a game's gold is as
 far behind as the slower of its two tables. Each trails the layer before it by the age of the
 first commit after its mark that added rows (delta_commits.py). Paused games are listed too.
@@ -9,6 +11,7 @@ first commit after its mark that added rows (delta_commits.py). Paused games are
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow.compute as pc
@@ -18,7 +21,9 @@ from ingest.core.settings.ingest_settings import IngestSettings
 from ingest.games.layout import GOLD_KINDS, gold_table, silver_table
 from ingest.games.seed import Game
 from ingest.ops.gold_marks import silver_version_mark
+from ingest.ops.refresh_selection import SLICE_MODEL
 from ingest.ops.status.delta_commits import History, Trail, read_history
+from ingest.ops.status.slice_marks import carried_marks
 from ingest.ops.status.tables import describe, last_commit_s, open_table
 from ingest.ops.status.time_text import iso_utc
 
@@ -26,7 +31,16 @@ BRONZE_MARK = "gamelake.bronze_version"
 QUARANTINE = "silver_quarantine"
 NO_GAME = "(none)"  # a quarantined row without a game_slug
 
-Readers = dict[str, DeltaTable | None]  # silver table name -> the table, None when not built
+
+@dataclass(frozen=True)
+class Readers:
+    """Bronze's readers: silver table name -> the table (None when not built), and its mark."""
+
+    tables: dict[str, DeltaTable | None]
+    marks: dict[str, int | None]
+
+    def __getitem__(self, name: str) -> DeltaTable | None:
+        return self.tables[name]
 
 
 def bronze_mark(table: DeltaTable) -> int | None:
@@ -48,19 +62,28 @@ def _with_trail(record: dict[str, Any], trail: Trail | None) -> dict[str, Any]:
 
 def bronze_readers(settings: IngestSettings, games: list[Game]) -> Readers:
     names = [silver_table(game.slug) for game in games] + [QUARANTINE]
-    return {name: open_table(settings.dbt_table_path("silver", name)) for name in names}
+    tables = {name: open_table(settings.dbt_table_path("silver", name)) for name in names}
+    carried = carried_marks(open_table(settings.dbt_table_path("bronze", SLICE_MODEL)))
+    marks = {name: _mark(table, carried.get(name)) for name, table in tables.items()}
+    return Readers(tables, marks)
+
+
+def _mark(table: DeltaTable | None, carried: int | None) -> int | None:
+    own = bronze_mark(table) if table is not None else None
+    known = [m for m in (own, carried) if m is not None]
+    return max(known) if table is not None and known else None
 
 
 def bronze_history(bronze: DeltaTable | None, readers: Readers) -> History | None:
     """Bronze's commits after the slowest reader's mark: one read of the log serves every reader."""
-    marks = [bronze_mark(table) for table in readers.values() if table is not None]
+    marks = [readers.marks[name] for name, table in readers.tables.items() if table is not None]
     return read_history(bronze, _slowest(marks)) if bronze is not None and marks else None
 
 
 def _reader(
-    settings: IngestSettings, name: str, table: DeltaTable | None, history: History | None, now: float
+    settings: IngestSettings, name: str, readers: Readers, history: History | None, now: float
 ) -> dict[str, Any]:
-    mark = bronze_mark(table) if table is not None else None
+    table, mark = readers[name], readers.marks[name]
     record = {**describe(settings.dbt_table_path("silver", name), table), "bronze_version": mark}
     return _with_trail(record, history.trail(mark, now) if table is not None and history else None)
 
@@ -70,7 +93,7 @@ def quarantine(
 ) -> dict[str, Any]:
     """silver_quarantine as a bronze reader, plus its rows by game."""
     table = readers[QUARANTINE]
-    record = _reader(settings, QUARANTINE, table, history, now)
+    record = _reader(settings, QUARANTINE, readers, history, now)
     by_game: dict[str, int] = {}
     if table is not None and record["rows"]:
         slugs = table.to_pyarrow_dataset().to_table(columns=["game_slug"]).column(0)
@@ -92,7 +115,7 @@ def silver(
     out = {}
     for game in games:
         name = silver_table(game.slug)
-        record = _reader(settings, name, readers[name], history, now)
+        record = _reader(settings, name, readers, history, now)
         held = quarantined.get(game.slug, 0)
         total = record["rows"] + held
         ratio = held / total if total else 0.0
