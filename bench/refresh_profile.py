@@ -223,6 +223,8 @@ def _report(
             f"| {n.name} | {n.seconds:.2f} | {n.sql_seconds:.2f} | {n.seconds - n.sql_seconds:.2f} | "
             f"{n.commits} | {steps} |"
         )
+    lines += ["", "Tests: wall s", "", "| test | wall s |", "|---|---:|"]
+    lines += [f"| {n.name} | {n.seconds:.2f} |" for n in sorted(tests, key=lambda n: -n.seconds)]
     return [*lines, ""]
 
 

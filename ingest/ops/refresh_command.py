@@ -35,6 +35,7 @@ from ingest.core.logs.setup import add_log_format_argument, configure_logging
 from ingest.core.metrics.history import Kind, MetricHistory, Panel
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.core.stop_signals import stop_on_signals
+from ingest.landing.decode.bronze_columns import ROWS_KEY
 from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.refresh_selection import (
     SLICE,
@@ -45,6 +46,9 @@ from ingest.ops.refresh_selection import (
 )
 
 log = logging.getLogger("gamelake.refresh")
+ROWS_CONF = "spark.gamelake.bronze_commit_rows"
+DEFAULT_MAX_ROWS = 600_000  # half the 1.2M-row slice that ran a 2 GB driver out of memory
+ROWS_LOOKBACK = 1000  # bronze commits whose rows the refresh keeps for the slice's row bound
 PROFILES_DIR = PROJECT_DIR / "profiles"
 
 REGISTRY = CollectorRegistry()
@@ -113,6 +117,7 @@ class BronzeWatch:
     path: Path
     seen_at: dict[int, float] = field(default_factory=dict)
     table: DeltaTable | None = None
+    rows: dict[int, int] = field(default_factory=dict)  # bronze version -> rows it added
 
     def version(self) -> int | None:
         if self.table is None:
@@ -122,7 +127,16 @@ class BronzeWatch:
         self.table.update_incremental()
         version = self.table.version()
         self.seen_at.setdefault(version, time.time())
+        self._read_rows(version)
         return version
+
+    def _read_rows(self, version: int) -> None:
+        """The rows of each commit since the last look (at most ROWS_LOOKBACK of them)."""
+        newest = max(self.rows, default=-1)
+        if version <= newest or self.table is None:
+            return
+        for info in self.table.history(min(version - newest, ROWS_LOOKBACK)):
+            self.rows[int(info["version"])] = commit_rows(info)
 
     def lag(self, built: int | None) -> float:
         """Seconds since the first version after ``built`` was seen; 0 when none is newer."""
@@ -131,6 +145,19 @@ class BronzeWatch:
 
     def forget_up_to(self, built: int) -> None:
         self.seen_at = {v: at for v, at in self.seen_at.items() if v > built}
+        # kept a while: a reader whose build failed re-reads from its own mark
+        self.rows = {v: n for v, n in self.rows.items() if v > built - ROWS_LOOKBACK}
+
+    def hand_rows_to(self, spark: Any) -> None:
+        """The rows per version for the slice's row bound (macros/medallion/bronze_slice.sql)."""
+        spark.conf.set(ROWS_CONF, json.dumps({str(v): n for v, n in self.rows.items()}))
+
+
+def commit_rows(info: dict[str, Any]) -> int:
+    """The rows a bronze commit added, from its commitInfo: the ingest's gamelake.rows, else
+    Spark's numOutputRows or delta-rs's num_added_rows; 0 when none says (a compaction)."""
+    metrics = info.get("operationMetrics") or {}
+    return int(info.get(ROWS_KEY) or metrics.get("numOutputRows") or metrics.get("num_added_rows") or 0)
 
 
 def _dbt(*args: str) -> bool:
@@ -160,9 +187,10 @@ class _Outcomes:
 _OUTCOMES = _Outcomes()
 
 
-def _build(spark: Any, max_versions: int, whole: bool) -> bool:
+def _build(spark: Any, bounds: dict[str, int], whole: bool) -> bool:
     """The whole project, or the slice and then only the games with rows in it (refresh_selection)."""
-    bound = ["--vars", json.dumps({"gamelake_slice_max_versions": max_versions})] if max_versions else []
+    given = {name: most for name, most in bounds.items() if most}
+    bound = ["--vars", json.dumps(given)] if given else []
     if whole:
         return _dbt("build", *bound)
     if not _dbt("build", "--select", SLICE_MODEL, *bound):
@@ -175,12 +203,17 @@ def _build(spark: Any, max_versions: int, whole: bool) -> bool:
     return _dbt(*after_slice_args(selection), *bound)  # the same vars: a change would re-parse
 
 
-def build_once(spark: Any, watch: BronzeWatch, max_versions: int = 0, whole: bool = True) -> int | None:
-    """One build reading at most ``max_versions`` bronze versions (0: all): the whole project, or
-    (``whole=False``) only the games with new rows; the bronze version it covered, or None when it
-    failed."""
+def build_once(
+    spark: Any, watch: BronzeWatch, max_versions: int = 0, whole: bool = True, max_rows: int = 0
+) -> int | None:
+    """One build reading at most ``max_versions`` bronze versions holding at most ``max_rows`` rows
+    (0: no bound): the whole project, or (``whole=False``) only the games with new rows; the
+    bronze version it covered, or None when it failed."""
     started = time.monotonic()
-    ok = _build(spark, max_versions, whole)
+    if max_rows:
+        watch.hand_rows_to(spark)
+    bounds = {"gamelake_slice_max_versions": max_versions, "gamelake_slice_max_rows": max_rows}
+    ok = _build(spark, bounds, whole)
     took = time.monotonic() - started
     BUILD_SECONDS.observe(took)
     BUILDS.labels("ok" if ok else "failed").inc()
@@ -224,13 +257,14 @@ def run_continuously(spark: Any, watch: BronzeWatch, pacing: BuildPacing) -> int
                 continue
             last_start = time.monotonic()
             # the first build of a process builds everything (views, a game added meanwhile)
-            covered = build_once(spark, watch, pacing.versions(), whole=built is None)
+            covered = build_once(spark, watch, pacing.versions(), built is None, pacing.rows())
             if covered is None:
                 pacing.failed(behind=version - (built if built is not None else -1))
                 log.warning(
-                    "refresh: next build in %.0f s, reading at most %d bronze versions",
+                    "refresh: next build in %.0f s, reading at most %d bronze versions and %d rows",
                     pacing.interval(),
                     pacing.versions(),
+                    pacing.rows(),
                 )
                 continue
             pacing.succeeded()
@@ -253,9 +287,12 @@ def _refresh(args: argparse.Namespace) -> int:
     configure_logging(logging.INFO, args.log_format or "auto")
     if args.min_interval < 0:
         raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
-    if args.max_versions_per_build < 0:
-        why = f"--max-versions-per-build {args.max_versions_per_build}"
-        raise ConfigError(f"{why}: give a number of bronze versions, or 0 for no bound")
+    for flag, value, unit in (
+        ("--max-versions-per-build", args.max_versions_per_build, "bronze versions"),
+        ("--max-rows-per-build", args.max_rows_per_build, "bronze rows"),
+    ):
+        if value < 0:
+            raise ConfigError(f"{flag} {value}: give a number of {unit}, or 0 for no bound")
     # the bronze dbt registers as its source (GAMELAKE_BRONZE_PATH, else under the warehouse)
     watch = BronzeWatch(Path(spark_settings()["spark.gamelake.bronze.path"]))
     spark = local_session()
@@ -279,7 +316,8 @@ def _refresh(args: argparse.Namespace) -> int:
             raise ConfigError(f"{why}; choose another with --metrics-port") from None
         history.start()
     try:
-        return run_continuously(spark, watch, BuildPacing(args.min_interval, args.max_versions_per_build))
+        pacing = BuildPacing(args.min_interval, args.max_versions_per_build, args.max_rows_per_build)
+        return run_continuously(spark, watch, pacing)
     finally:
         if server is not None:
             server.shutdown()
@@ -304,6 +342,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=60,
         help="with --continuous, the most bronze versions one build reads (about a minute of the "
         "ingest's commits; a backlog is worked off in steps; 0: no bound; default 60)",
+    )
+    parser.add_argument(
+        "--max-rows-per-build",
+        type=int,
+        default=DEFAULT_MAX_ROWS,
+        help="with --continuous, the most bronze rows one build reads (at least one bronze version; "
+        f"0: no bound; default {DEFAULT_MAX_ROWS:,})",
     )
     parser.add_argument(
         "--metrics-port", type=int, default=9109, help="port of the refresh's /metrics (0 disables; 9109)"

@@ -68,9 +68,10 @@ select * from final
 {%- endmacro %}
 
 {#- {'from', 'to', 'marks'}: the versions after the oldest fresh mark up to bronze's current
-    version, or at most var gamelake_slice_max_versions of them (`ingest refresh --continuous`
-    bounds each build so a backlog is worked off in steps that fit in memory; the next build
-    reads on from the marks), and each reader's mark. Readers without a fresh mark read a
+    version, or at most var gamelake_slice_max_versions of them holding at most var
+    gamelake_slice_max_rows rows (`ingest refresh --continuous` bounds each build so a backlog is
+    worked off in steps that fit in memory; the next build reads on from the marks), and each
+    reader's mark. Readers without a fresh mark read a
     pinned snapshot instead and do not hold the slice back. -#}
 {% macro _bronze_slice_plan() %}
     {%- set bronze = source('bronze', 'game_events') -%}
@@ -94,13 +95,14 @@ select * from final
     {%- set marks = {} -%}
     {%- for reader in _bronze_readers() -%}
         {%- set known = [] -%}
-        {%- set own = gamelake_bronze_mark(reader) -%}
-        {%- if own is not none and own.fresh -%}
-            {%- do known.append(own.version) -%}
-        {%- endif -%}
         {%- set carried = _carried_mark(reader.identifier, previous) -%}
         {%- if carried is not none -%}
             {%- do known.append(carried) -%}
+        {%- endif -%}
+        {#- a reader carried to the previous slice's end cannot be further: no need to ask -#}
+        {%- set own = gamelake_bronze_mark(reader) if carried is none or carried < previous.to else none -%}
+        {%- if own is not none and own.fresh -%}
+            {%- do known.append(own.version) -%}
         {%- endif -%}
         {%- if known and known | max <= current -%}
             {%- do marks.update({reader.identifier: known | max}) -%}
@@ -109,9 +111,36 @@ select * from final
     {%- set start = (marks.values() | min + 1) if marks else current + 1 -%}
     {%- set most = var('gamelake_slice_max_versions', none) -%}
     {%- set upper = [current, start + (most | int) - 1] | min if most and start <= current else current -%}
+    {%- set upper = _rows_bounded_upper(start, upper) -%}
     {{ log("bronze slice: versions " ~ start ~ ".." ~ upper ~ " of " ~ current ~ " ("
         ~ marks | length ~ " readers with a fresh mark)") }}
     {{ return({'from': start, 'to': upper, 'marks': marks}) }}
+{% endmacro %}
+
+{#- The last version from `start` to `upper` whose slice holds at most var gamelake_slice_max_rows
+    rows, and never fewer than one version. The rows per bronze version come from the refresh,
+    which reads them in bronze's Delta log (the ingest's gamelake.rows) and hands them over in
+    the Spark session's conf spark.gamelake.bronze_commit_rows; without it, `upper`. -#}
+{% macro _rows_bounded_upper(start, upper) %}
+    {%- set most = var('gamelake_slice_max_rows', none) -%}
+    {%- if not most or start > upper -%}
+        {{ return(upper) }}
+    {%- endif -%}
+    {%- set handed = run_query("set spark.gamelake.bronze_commit_rows")[0][1] -%}
+    {%- if not handed or handed == '<undefined>' -%}
+        {{ return(upper) }}
+    {%- endif -%}
+    {%- set rows = fromjson(handed) -%}
+    {%- set slice = namespace(rows=0, upper=start, full=false) -%}
+    {%- for version in range(start, upper + 1) if not slice.full -%}
+        {%- set slice.rows = slice.rows + rows.get(version | string, 0) | int -%}
+        {%- if version == start or slice.rows <= most | int -%}
+            {%- set slice.upper = version -%}
+        {%- else -%}
+            {%- set slice.full = true -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(slice.upper) }}
 {% endmacro %}
 
 {#- The slice this build replaces, while it is still there: its bounds, the marks it was planned

@@ -106,7 +106,9 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     env = {**os.environ, "GAMELAKE_HOME": str(project), "GAMELAKE_WAREHOUSE_DIR": str(warehouse)}
     env.pop("GAMELAKE_BRONZE_PATH", None)
     log = (tmp_path / "refresh.log").open("w")
-    command = ["refresh", "--continuous", "--min-interval", "1", "--max-versions-per-build", "2"]
+    # bounded by rows: 2 of the 10-row versions below (the version bound alone would allow 3)
+    command = ["refresh", "--continuous", "--min-interval", "1", "--max-versions-per-build", "3"]
+    command += ["--max-rows-per-build", "20"]
     command += ["--metrics-port", str(METRICS_PORT)]
     refresh = subprocess.Popen(
         [sys.executable, "-m", "ingest.cli", *command],
@@ -125,7 +127,7 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
             "the first build to cover bronze",
         )
         quiet_versions = _versions(warehouse, "quiet")
-        for _ in range(4):  # a backlog of 4 versions, read 2 at a time
+        for _ in range(4):  # a backlog of 4 versions, read 2 at a time (20 rows)
             write_deltalake(str(bronze), _bronze_batch(writer, 10, BUSY), mode="append")
         second = DeltaTable(str(bronze)).version()
         wait_until(

@@ -38,3 +38,25 @@ def test_a_good_build_restores_interval_and_bound() -> None:
     pacing.failed(behind=500)
     pacing.succeeded()
     assert (pacing.interval(), pacing.versions()) == (10, 60)
+
+
+def test_the_row_bound_halves_with_each_failure_and_keeps_at_least_one() -> None:
+    pacing = BuildPacing(min_interval=10, max_versions=60, max_rows=600_000)
+    assert pacing.rows() == 600_000
+    pacing.failed(behind=500)
+    assert pacing.rows() == 300_000
+    for _ in range(30):
+        pacing.failed(behind=500)
+    assert pacing.rows() == 1
+    pacing.succeeded()
+    assert pacing.rows() == 600_000
+    assert BuildPacing(min_interval=10, max_versions=60).rows() == 0  # no bound
+
+
+def test_a_commits_rows_come_from_whichever_writer_made_it() -> None:
+    from ingest.ops.refresh_command import commit_rows
+
+    assert commit_rows({"gamelake.rows": "120", "operation": "WRITE"}) == 120  # the ingest
+    assert commit_rows({"operationMetrics": {"numOutputRows": "7"}}) == 7  # Spark
+    assert commit_rows({"operationMetrics": {"num_added_rows": 3}}) == 3  # delta-rs
+    assert commit_rows({"operation": "OPTIMIZE", "operationMetrics": {}}) == 0
