@@ -23,11 +23,10 @@ import argparse
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deltalake import DeltaTable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ingest.core.errors import ConfigError, IngestError
@@ -35,7 +34,7 @@ from ingest.core.logs.setup import add_log_format_argument, configure_logging
 from ingest.core.metrics.history import Kind, MetricHistory, Panel
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.core.stop_signals import stop_on_signals
-from ingest.landing.decode.bronze_columns import ROWS_KEY
+from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.refresh_selection import (
     SLICE,
@@ -46,9 +45,7 @@ from ingest.ops.refresh_selection import (
 )
 
 log = logging.getLogger("gamelake.refresh")
-ROWS_CONF = "spark.gamelake.bronze_commit_rows"
 DEFAULT_MAX_ROWS = 600_000  # half the 1.2M-row slice that ran a 2 GB driver out of memory
-ROWS_LOOKBACK = 1000  # bronze commits whose rows the refresh keeps for the slice's row bound
 PROFILES_DIR = PROJECT_DIR / "profiles"
 
 REGISTRY = CollectorRegistry()
@@ -108,56 +105,6 @@ DASHBOARD_PANELS = (
         note="anything above 0: read dbt's output in the refresh log",
     ),
 )
-
-
-@dataclass
-class BronzeWatch:
-    """Bronze's Delta version, polled with delta-rs, and when each new version was first seen."""
-
-    path: Path
-    seen_at: dict[int, float] = field(default_factory=dict)
-    table: DeltaTable | None = None
-    rows: dict[int, int] = field(default_factory=dict)  # bronze version -> rows it added
-
-    def version(self) -> int | None:
-        if self.table is None:
-            if not DeltaTable.is_deltatable(str(self.path)):
-                return None
-            self.table = DeltaTable(str(self.path))
-        self.table.update_incremental()
-        version = self.table.version()
-        self.seen_at.setdefault(version, time.time())
-        self._read_rows(version)
-        return version
-
-    def _read_rows(self, version: int) -> None:
-        """The rows of each commit since the last look (at most ROWS_LOOKBACK of them)."""
-        newest = max(self.rows, default=-1)
-        if version <= newest or self.table is None:
-            return
-        for info in self.table.history(min(version - newest, ROWS_LOOKBACK)):
-            self.rows[int(info["version"])] = commit_rows(info)
-
-    def lag(self, built: int | None) -> float:
-        """Seconds since the first version after ``built`` was seen; 0 when none is newer."""
-        newer = [at for version, at in self.seen_at.items() if built is None or version > built]
-        return time.time() - min(newer) if newer else 0.0
-
-    def forget_up_to(self, built: int) -> None:
-        self.seen_at = {v: at for v, at in self.seen_at.items() if v > built}
-        # kept a while: a reader whose build failed re-reads from its own mark
-        self.rows = {v: n for v, n in self.rows.items() if v > built - ROWS_LOOKBACK}
-
-    def hand_rows_to(self, spark: Any) -> None:
-        """The rows per version for the slice's row bound (macros/medallion/bronze_slice.sql)."""
-        spark.conf.set(ROWS_CONF, json.dumps({str(v): n for v, n in self.rows.items()}))
-
-
-def commit_rows(info: dict[str, Any]) -> int:
-    """The rows a bronze commit added, from its commitInfo: the ingest's gamelake.rows, else
-    Spark's numOutputRows or delta-rs's num_added_rows; 0 when none says (a compaction)."""
-    metrics = info.get("operationMetrics") or {}
-    return int(info.get(ROWS_KEY) or metrics.get("numOutputRows") or metrics.get("num_added_rows") or 0)
 
 
 def _dbt(*args: str) -> bool:

@@ -54,7 +54,7 @@ def test_the_row_bound_halves_with_each_failure_and_keeps_at_least_one() -> None
 
 
 def test_a_commits_rows_come_from_whichever_writer_made_it() -> None:
-    from ingest.ops.refresh_command import commit_rows
+    from ingest.ops.bronze_watch import commit_rows
 
     assert commit_rows({"gamelake.rows": "120", "operation": "WRITE"}) == 120  # the ingest
     assert commit_rows({"operationMetrics": {"numOutputRows": "7"}}) == 7  # Spark

@@ -1,0 +1,68 @@
+"""Bronze as the continuous refresh watches it, with delta-rs: its version, when each new version
+was first seen (how far silver and gold trail), and the rows each commit added (the slice's row
+bound, macros/medallion/bronze_slice.sql)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deltalake import DeltaTable
+
+from ingest.landing.decode.bronze_columns import ROWS_KEY
+
+ROWS_CONF = "spark.gamelake.bronze_commit_rows"
+ROWS_LOOKBACK = 1000  # bronze commits whose rows the refresh keeps for the slice's row bound
+
+
+@dataclass
+class BronzeWatch:
+    """Bronze's Delta version, polled with delta-rs, and when each new version was first seen."""
+
+    path: Path
+    seen_at: dict[int, float] = field(default_factory=dict)
+    table: DeltaTable | None = None
+    rows: dict[int, int] = field(default_factory=dict)  # bronze version -> rows it added
+
+    def version(self) -> int | None:
+        if self.table is None:
+            if not DeltaTable.is_deltatable(str(self.path)):
+                return None
+            self.table = DeltaTable(str(self.path))
+        self.table.update_incremental()
+        version = self.table.version()
+        self.seen_at.setdefault(version, time.time())
+        self._read_rows(version)
+        return version
+
+    def _read_rows(self, version: int) -> None:
+        """The rows of each commit since the last look (at most ROWS_LOOKBACK of them)."""
+        newest = max(self.rows, default=-1)
+        if version <= newest or self.table is None:
+            return
+        for info in self.table.history(min(version - newest, ROWS_LOOKBACK)):
+            self.rows[int(info["version"])] = commit_rows(info)
+
+    def lag(self, built: int | None) -> float:
+        """Seconds since the first version after ``built`` was seen; 0 when none is newer."""
+        newer = [at for version, at in self.seen_at.items() if built is None or version > built]
+        return time.time() - min(newer) if newer else 0.0
+
+    def forget_up_to(self, built: int) -> None:
+        self.seen_at = {v: at for v, at in self.seen_at.items() if v > built}
+        # kept a while: a reader whose build failed re-reads from its own mark
+        self.rows = {v: n for v, n in self.rows.items() if v > built - ROWS_LOOKBACK}
+
+    def hand_rows_to(self, spark: Any) -> None:
+        """The rows per version for the slice's row bound (macros/medallion/bronze_slice.sql)."""
+        spark.conf.set(ROWS_CONF, json.dumps({str(v): n for v, n in self.rows.items()}))
+
+
+def commit_rows(info: dict[str, Any]) -> int:
+    """The rows a bronze commit added, from its commitInfo: the ingest's gamelake.rows, else
+    Spark's numOutputRows or delta-rs's num_added_rows; 0 when none says (a compaction)."""
+    metrics = info.get("operationMetrics") or {}
+    return int(info.get(ROWS_KEY) or metrics.get("numOutputRows") or metrics.get("num_added_rows") or 0)
