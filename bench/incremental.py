@@ -110,12 +110,12 @@ def _land(spark: Any, bronze: Path, frame: Any) -> None:
     frame.write.format("delta").mode("append").partitionBy("event_date").save(str(bronze))
 
 
-def _dbt(root: Path, *args: str) -> tuple[float, list[dict[str, Any]]]:
+def run_dbt(project: Path, *args: str, callbacks: tuple[Any, ...] = ()) -> tuple[float, Any]:
+    """``dbt <args>`` on ``project``'s local target in this process: wall seconds and dbt's result."""
     from dbt.cli.main import dbtRunner
 
-    project = root / "project"
     started = time.monotonic()
-    result = dbtRunner().invoke(
+    result = dbtRunner(callbacks=list(callbacks)).invoke(
         [
             *args,
             "--project-dir",
@@ -129,9 +129,14 @@ def _dbt(root: Path, *args: str) -> tuple[float, list[dict[str, Any]]]:
     took = time.monotonic() - started
     if not result.success:
         raise SystemExit(f"dbt {' '.join(args)} failed: {result.exception}")
+    return took, result.result
+
+
+def _dbt(root: Path, *args: str) -> tuple[float, list[dict[str, Any]]]:
+    took, outcome = run_dbt(root / "project", *args)
     nodes = [
         {"node": r.node.name, "type": r.node.resource_type, "seconds": round(r.execution_time, 2)}
-        for r in (getattr(result.result, "results", None) or [])
+        for r in (getattr(outcome, "results", None) or [])
     ]
     return took, nodes
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.incremental import _bronze_rows, _copy_project, _land, _session, prepare
+from bench.incremental import _bronze_rows, _copy_project, _land, _session, prepare, run_dbt
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.refresh_selection import SLICE_MODEL, after_slice_args, build_selection, read_slice_readers
 
@@ -104,25 +104,7 @@ class Recorder:
 
 
 def _dbt(project: Path, recorder: Recorder | None, *args: str) -> tuple[float, Any]:
-    from dbt.cli.main import dbtRunner
-
-    runner = dbtRunner(callbacks=[recorder] if recorder else [])
-    started = time.monotonic()
-    result = runner.invoke(
-        [
-            *args,
-            "--project-dir",
-            str(project),
-            "--profiles-dir",
-            str(project / "profiles"),
-            "--target",
-            "local",
-        ]
-    )
-    took = time.monotonic() - started
-    if not result.success:
-        raise SystemExit(f"dbt {' '.join(args)} failed: {result.exception}")
-    return took, result.result
+    return run_dbt(project, *args, callbacks=(recorder,) if recorder else ())
 
 
 def _log_versions(warehouse: Path) -> dict[str, int]:
