@@ -1,6 +1,6 @@
 """Bronze as the continuous refresh watches it, with delta-rs: its version, when each new version
-was first seen (how far silver and gold trail), and the rows each commit added (the slice's row
-bound, macros/medallion/bronze_slice.sql)."""
+was first seen (how far silver and gold trail), the rows each commit added (the slice's row
+bound, macros/medallion/bronze_slice.sql), and its readers' marks (ingest/ops/bronze_marks.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 from deltalake import DeltaTable
 
 from ingest.landing.decode.bronze_columns import ROWS_KEY
+from ingest.ops.bronze_marks import ReaderMarks
 
 ROWS_CONF = "spark.gamelake.bronze_commit_rows"
 ROWS_LOOKBACK = 1000  # bronze commits whose rows the refresh keeps for the slice's row bound
@@ -23,6 +24,7 @@ class BronzeWatch:
     """Bronze's Delta version, polled with delta-rs, and when each new version was first seen."""
 
     path: Path
+    readers: ReaderMarks  # bronze's readers, whose marks each build is handed
     seen_at: dict[int, float] = field(default_factory=dict)
     table: DeltaTable | None = None
     rows: dict[int, int] = field(default_factory=dict)  # bronze version -> rows it added

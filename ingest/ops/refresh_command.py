@@ -34,6 +34,7 @@ from ingest.core.logs.setup import add_log_format_argument, configure_logging
 from ingest.core.metrics.history import Kind, MetricHistory, Panel
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.core.stop_signals import stop_on_signals
+from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.refresh_selection import (
@@ -159,6 +160,7 @@ def build_once(
     started = time.monotonic()
     if max_rows:
         watch.hand_rows_to(spark)
+    watch.readers.hand_to(spark)  # every reader's mark, read once from the Delta logs
     bounds = {"gamelake_slice_max_versions": max_versions, "gamelake_slice_max_rows": max_rows}
     ok = _build(spark, bounds, whole)
     took = time.monotonic() - started
@@ -241,7 +243,9 @@ def _refresh(args: argparse.Namespace) -> int:
         if value < 0:
             raise ConfigError(f"{flag} {value}: give a number of {unit}, or 0 for no bound")
     # the bronze dbt registers as its source (GAMELAKE_BRONZE_PATH, else under the warehouse)
-    watch = BronzeWatch(Path(spark_settings()["spark.gamelake.bronze.path"]))
+    conf = spark_settings()
+    readers = ReaderMarks(Path(conf["spark.sql.warehouse.dir"]) / "silver.db")
+    watch = BronzeWatch(Path(conf["spark.gamelake.bronze.path"]), readers)
     spark = local_session()
     if not _dbt("seed"):
         raise IngestError("`dbt seed` failed (see its output above)")

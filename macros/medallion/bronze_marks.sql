@@ -1,29 +1,66 @@
 {#- The incremental contract between bronze and its readers (silver per game, quarantine).
 
-    A reader's mark is the bronze Delta version it has read up to, kept as two table
-    properties of its own table: gamelake.bronze_version and gamelake.bronze_marked_at (when
-    the slice it read was built). The post-hook gamelake_record_bronze_mark writes it after the
-    reader's insert has committed, so a crash in between leaves the mark behind, never ahead:
-    the next build reads those versions again and the reader's anti-join on its own keys keeps
-    what it already holds out. A mark is stale when older than gamelake_change_feed_hours: the
-    Delta log or the files of the versions after it may be gone by then, and the reader
-    re-reads a pinned bronze snapshot instead. -#}
+    A reader's mark is the bronze Delta version it has read up to, and when the slice it read
+    was built. It rides in the commit that adds the reader's rows, as that commit's
+    userMetadata (the pre-hook gamelake_bronze_mark_in_commit sets the session conf
+    spark.databricks.delta.commitInfo.userMetadata before the insert, the post-hook and
+    on-run-end reset it): rows and mark commit together or not at all, in one commit. A mark in
+    the table properties gamelake.bronze_version and gamelake.bronze_marked_at counts too (a
+    table built before, or a bronze rewrite's move, ingest/ops/migrations/reader_marks.py);
+    marks only move forward, so the later one is the reader's. A mark is stale when older
+    than gamelake_change_feed_hours: the Delta log or the files of the versions after it may
+    be gone by then, and the reader re-reads a pinned bronze snapshot instead.
 
-{% macro gamelake_bronze_mark(relation) %}
+    `ingest refresh` reads every reader's mark from the Delta logs once per cycle
+    (ingest/ops/bronze_marks.py) and hands them over in the session conf
+    spark.gamelake.reader_marks; a build without it asks each table's history. -#}
+
+{% macro gamelake_bronze_mark(relation, handed=none) %}
+    {%- set handed = _handed_reader_marks() if handed is none else handed -%}
+    {%- set name = relation.schema ~ '.' ~ relation.identifier -%}
+    {%- if name in handed -%}
+        {{ return(_fresh_mark(handed[name][0], handed[name][1])) }}
+    {%- endif -%}
+    {%- set found = [] -%}
+    {%- for row in run_query("describe history " ~ relation ~ " limit 20") -%}
+        {%- if not found and row['userMetadata'] and row['operation'] in _row_commits() -%}
+            {%- set metadata = fromjson(row['userMetadata'], {}) -%}
+            {%- if metadata is mapping and metadata.get('gamelake.reader') == name -%}
+                {%- do found.append((metadata['gamelake.bronze_version'] | int, metadata['gamelake.bronze_marked_at'])) -%}
+            {%- endif -%}
+        {%- endif -%}
+    {%- endfor -%}
     {%- set properties = {} -%}
     {%- for row in run_query("show tblproperties " ~ relation) -%}
         {%- do properties.update({row[0]: row[1]}) -%}
     {%- endfor -%}
-    {%- if 'gamelake.bronze_version' not in properties -%}
+    {%- if 'gamelake.bronze_version' in properties -%}
+        {%- do found.append((properties['gamelake.bronze_version'] | int, properties['gamelake.bronze_marked_at'])) -%}
+    {%- endif -%}
+    {%- if not found -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set marked_at = modules.datetime.datetime.strptime(
-        properties['gamelake.bronze_marked_at'], '%Y-%m-%d %H:%M:%S') -%}
-    {%- set age_hours = (modules.datetime.datetime.utcnow() - marked_at).total_seconds() / 3600 -%}
-    {{ return({
-        'version': properties['gamelake.bronze_version'] | int,
-        'fresh': age_hours < var('gamelake_change_feed_hours'),
-    }) }}
+    {%- set latest = found | sort | last -%}
+    {{ return(_fresh_mark(latest[0], latest[1])) }}
+{% endmacro %}
+
+{#- Delta's names for the commits a model's rows arrive in: a schema change the build makes
+    before its insert runs under the same conf, and must not count as a mark. -#}
+{% macro _row_commits() %}
+    {{ return(['WRITE', 'CREATE TABLE AS SELECT', 'REPLACE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT']) }}
+{% endmacro %}
+
+{% macro _fresh_mark(version, marked_at) %}
+    {%- set marked = modules.datetime.datetime.strptime(marked_at, '%Y-%m-%d %H:%M:%S') -%}
+    {%- set age_hours = (modules.datetime.datetime.utcnow() - marked).total_seconds() / 3600 -%}
+    {{ return({'version': version | int, 'fresh': age_hours < var('gamelake_change_feed_hours')}) }}
+{% endmacro %}
+
+{#- The readers' marks `ingest refresh` read from the Delta logs for this build:
+    {'schema.table': [version, marked_at]}, empty when none were handed over. -#}
+{% macro _handed_reader_marks() %}
+    {%- set handed = run_query("set spark.gamelake.reader_marks")[0][1] -%}
+    {{ return({} if not handed or handed == '<undefined>' else fromjson(handed)) }}
 {% endmacro %}
 
 {#- The bounds of the slice stg_bronze__new_events holds now (its bounds row), with the readers'
@@ -74,15 +111,17 @@
     {{ return({'use_slice': use_slice, 'mark': mark.version if use_slice else none, 'to': bounds['to']}) }}
 {% endmacro %}
 
-{#- This reader's mark: its own, or the one the slice was planned from when later (a game with no
-    rows in earlier slices has read up to them without a build: macros/medallion/bronze_slice.sql). -#}
+{#- This reader's mark: the one the slice was planned from, read once for every reader when the
+    slice was built (its own, or carried: a game with no rows in earlier slices has read up to
+    them without a build, macros/medallion/bronze_slice.sql); its own when the slice planned
+    none for it. Its own cannot be ahead of the planned one unless another build ran in
+    between, and a mark behind only re-reads rows the anti-join keeps out. -#}
 {% macro _reader_mark(bounds) %}
-    {%- set own = gamelake_bronze_mark(this) -%}
     {%- set planned = bounds.reader_marks.get(this.identifier) -%}
-    {%- if planned is not none and bounds.fresh and (own is none or not own.fresh or planned > own.version) -%}
+    {%- if planned is not none and bounds.fresh -%}
         {{ return({'version': planned, 'fresh': true}) }}
     {%- endif -%}
-    {{ return(own) }}
+    {{ return(gamelake_bronze_mark(this)) }}
 {% endmacro %}
 
 {#- The bronze rows a reader has not read, staged: `where` narrows them (a game). -#}
@@ -106,35 +145,51 @@
     {%- endif %}
 {% endmacro %}
 
-{#- post-hook of bronze readers: move the mark to the slice's upper bound. A paused game read
-    nothing and keeps its mark, so resuming it reads what landed meanwhile. -#}
-{% macro gamelake_record_bronze_mark() %}
+{#- pre-hook of bronze readers: the mark their insert carries, the slice's upper bound. A paused
+    game reads nothing and keeps its mark, so resuming it reads what landed meanwhile; a
+    reader already past a bounded slice (it read a newer pinned snapshot) keeps its own. -#}
+{% macro gamelake_bronze_mark_in_commit() %}
     {%- if not execute -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set game_slug = model.config.meta.get('game_slug') -%}
-    {%- if game_slug -%}
-        {%- set active = run_query(
-            "select count(*) from " ~ ref('games') ~ " where is_active and game_slug = '"
-            ~ assert_game_slug(game_slug) ~ game_slug ~ "'") -%}
-        {%- if active[0][0] == 0 -%}
-            {{ return('') }}
-        {%- endif -%}
-    {%- endif -%}
     {%- set bounds = gamelake_slice_bounds() -%}
-    {%- if bounds is none -%}
-        {{ return('') }}
+    {%- set game_slug = model.config.meta.get('game_slug') -%}
+    {%- if bounds is none or (game_slug and not _game_is_active(game_slug)) -%}
+        {{ return(gamelake_commit_metadata_reset()) }}
     {%- endif -%}
-    {#- a bounded slice can end before a reader's mark (a game that read a newer pinned
-        snapshot): the mark never moves back -#}
-    {%- set mark = gamelake_bronze_mark(this) -%}
-    {%- if mark is not none and mark.fresh and mark.version > bounds.to -%}
-        {{ return('') }}
+    {%- set known = _reader_mark(bounds) if is_incremental() else none -%}
+    {%- if known is not none and known.fresh and known.version > bounds.to -%}
+        {{ return(gamelake_commit_metadata_reset()) }}
     {%- endif -%}
-    alter table {{ this }} set tblproperties (
-        'gamelake.bronze_version' = '{{ bounds.to }}',
-        'gamelake.bronze_marked_at' = '{{ bounds.built_at }}'
-    )
+    {%- set metadata = {
+        'gamelake.reader': this.schema ~ '.' ~ this.identifier,
+        'gamelake.bronze_version': bounds.to,
+        'gamelake.bronze_marked_at': bounds.built_at,
+    } -%}
+    set spark.databricks.delta.commitInfo.userMetadata = {{ tojson(metadata) }}
+{% endmacro %}
+
+{#- post-hook of bronze readers and on-run-end: later commits of this session carry no mark. -#}
+{% macro gamelake_commit_metadata_reset() %}
+    reset spark.databricks.delta.commitInfo.userMetadata
+{% endmacro %}
+
+{#- Delta records no commit for an insert that adds no rows, and a reader's empty batch must
+    still move its mark (a quarantine with nothing to hold would otherwise keep the slice's
+    lower bound back): a reader's build records its empty commit; after it, the default. -#}
+{% macro gamelake_record_empty_commits(record=true) %}
+    {%- if record %}
+    set spark.databricks.delta.skipRecordingEmptyCommits = false
+    {%- else %}
+    reset spark.databricks.delta.skipRecordingEmptyCommits
+    {%- endif %}
+{% endmacro %}
+
+{% macro _game_is_active(game_slug) %}
+    {%- set active = run_query(
+        "select count(*) from " ~ ref('games') ~ " where is_active and game_slug = '"
+        ~ assert_game_slug(game_slug) ~ game_slug ~ "'") -%}
+    {{ return(active[0][0] > 0) }}
 {% endmacro %}
 
 {#- Whether `relation` is in the metastore. dbt's relation cache misses tables created by hooks

@@ -9,7 +9,7 @@
     (slice_reader_marks, JSON), so the bounds and the rows they describe are one commit and
     an empty range still moves the readers' marks.
 
-    A reader's mark here is the later of its own (the table property its build commits) and
+    A reader's mark here is the later of its own (the one its build commits) and
     the one the previous slice carries for it: a reader that had no rows after its mark in
     the previous slice has read up to that slice's upper bound without a build of its own.
     So a game with no new events is not built at all (`ingest refresh` selects the games
@@ -93,6 +93,7 @@ select * from final
     {%- endif -%}
     {%- set previous = _previous_slice() -%}
     {%- set marks = {} -%}
+    {%- set handed = _handed_reader_marks() -%}
     {%- for reader in _bronze_readers() -%}
         {%- set known = [] -%}
         {%- set carried = _carried_mark(reader.identifier, previous) -%}
@@ -100,7 +101,7 @@ select * from final
             {%- do known.append(carried) -%}
         {%- endif -%}
         {#- a reader carried to the previous slice's end cannot be further: no need to ask -#}
-        {%- set own = gamelake_bronze_mark(reader) if carried is none or carried < previous.to else none -%}
+        {%- set own = gamelake_bronze_mark(reader, handed) if carried is none or carried < previous.to else none -%}
         {%- if own is not none and own.fresh -%}
             {%- do known.append(own.version) -%}
         {%- endif -%}

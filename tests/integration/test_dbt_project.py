@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deltalake import DeltaTable
 
 from ingest.core.contract import load_contract
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.games import model_files as games
 from ingest.ops import docs_site
+from ingest.ops.bronze_marks import BronzeMark, bronze_mark, committed_mark
 from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -496,9 +498,13 @@ def test_sql_lint_passes_on_the_incremental_branch(lake: Lake, monkeypatch: pyte
     )
 
 
-def _mark(lake: Lake, table: str) -> str | None:
-    rows = lake.spark.sql(f"show tblproperties {table}").collect()
-    return {row["key"]: row["value"] for row in rows}.get("gamelake.bronze_version")
+def _delta_log(lake: Lake, table: str) -> DeltaTable:
+    location = lake.spark.sql(f"describe detail {table}").first()["location"]
+    return DeltaTable(location.removeprefix("file:"))
+
+
+def _mark(lake: Lake, table: str) -> BronzeMark | None:
+    return bronze_mark(_delta_log(lake, table), table)
 
 
 def test_clock_skew_is_quarantined_with_the_right_reason(lake: Lake, writer: support.BronzeWriter) -> None:
@@ -523,23 +529,34 @@ def test_clock_skew_is_quarantined_with_the_right_reason(lake: Lake, writer: sup
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
 
 
-def test_a_crash_between_models_loses_and_doubles_nothing(lake: Lake, writer: support.BronzeWriter) -> None:
-    # State after a crash right after silver_<game>'s insert committed, before its post-hook moved
-    # the mark: the next build reads those bronze versions again.
-    mark_before = _mark(lake, f"silver.silver_{ACTIVE}")
+def test_a_mark_behind_its_rows_loses_and_doubles_nothing(lake: Lake, writer: support.BronzeWriter) -> None:
+    # A silver build's rows and its mark are one commit, so a crash leaves the mark where the rows
+    # are or behind them (a build that died before its commit), never ahead. A mark behind reads
+    # bronze versions again: handed a mark from before silver's last build, the next build
+    # re-reads them, and gold, which never ran after that build, catches up from silver's feed.
+    silver = f"silver.silver_{ACTIVE}"
+    mark_before = _mark(lake, silver)
+    assert mark_before is not None
     first = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=2), gamers=6) for _ in range(20)]
     lake.land(first, support.schema_for(4))
+    versions_before = _version(lake, silver)
     lake.build("silver only, then a crash", "stg_bronze__new_events", f"silver_{ACTIVE}")
-    assert _mark(lake, f"silver.silver_{ACTIVE}") != mark_before
-    lake.spark.sql(
-        f"alter table silver.silver_{ACTIVE} set tblproperties ('gamelake.bronze_version' = '{mark_before}')"
-    )
-    # ...and gold never ran (a crash between silver and gold): it must catch up from silver's feed
+    moved = _mark(lake, silver)
+    assert moved is not None and moved.version > mark_before.version
+    assert _version(lake, silver) == versions_before + 1, "silver's rows and mark took more than one commit"
+    in_commit = committed_mark(_delta_log(lake, silver).history(1), silver)
+    assert in_commit == moved, "the mark is not in the data commit"
     second = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(20)]
     lake.land(second, support.schema_for(4))
+    behind = {silver: [mark_before.version, datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S")]}
+    lake.spark.conf.set("spark.gamelake.reader_marks", json.dumps(behind))
+    try:
+        lake.build("build after the crash")
+    finally:
+        lake.spark.conf.unset("spark.gamelake.reader_marks")
 
-    lake.build("build after the crash")
-
+    planned = _slice_bounds(lake)["marks"][f"silver_{ACTIVE}"]
+    assert planned == mark_before.version, "the slice was not planned from the mark behind"
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
     quarantine = {row["quarantine_id"]: row["reasons"] for row in lake.table("silver.silver_quarantine")}
     assert quarantine == lake.quarantine

@@ -1,11 +1,12 @@
 """Bronze's readers (silver per game, quarantine) and their marks, for a job that rewrites bronze.
 
-A reader keeps the bronze version it has read up to as a table property of its own
-(``gamelake.bronze_version``, macros/medallion/bronze_marks.sql) and reads bronze's change feed
+A reader keeps the bronze version it has read up to in the commits of its own table
+(ingest/ops/bronze_marks.py, macros/medallion/bronze_marks.sql) and reads bronze's change feed
 after it. A rewrite of bronze (``ingest bronze migrate-native-types``) must not be read as new
 rows, and its version changes column types that a change feed read cannot cross: so every reader
-must have read bronze up to the rewrite, and its mark is moved past it afterwards. A crash
-between the rewrite and the move is repaired by the next run (``repair_marks``).
+must have read bronze up to the rewrite, and its mark is moved past it afterwards, as the table
+property ``gamelake.bronze_version`` (the later of a reader's two marks counts). A crash between
+the rewrite and the move is repaired by the next run (``repair_marks``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,7 @@ from deltalake import DeltaTable
 
 from ingest.landing.delta.log_state import commit_path
 from ingest.landing.delta.table_properties import with_properties
-
-MARK = "gamelake.bronze_version"
-MARKED_AT = "gamelake.bronze_marked_at"
+from ingest.ops.bronze_marks import MARK, MARKED_AT, bronze_mark
 
 
 @dataclass(frozen=True)
@@ -40,11 +39,11 @@ def readers(tables_dir: Path) -> list[Reader]:
         if not DeltaTable.is_deltatable(str(path)):
             continue
         table = DeltaTable(str(path))
-        mark = table.metadata().configuration.get(MARK)
+        name = f"{path.parent.name.removesuffix('.db')}.{path.name}"
+        mark = bronze_mark(table, name)
         if mark is not None:
-            name = f"{path.parent.name.removesuffix('.db')}.{path.name}"
             columns = frozenset(table.schema().to_arrow().names)
-            found.append(Reader(name, path, table, int(mark), columns))
+            found.append(Reader(name, path, table, mark.version, columns))
     return found
 
 

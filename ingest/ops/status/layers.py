@@ -1,7 +1,7 @@
 """Silver and gold per game and the quarantine, from their Delta logs: rows, marks and freshness.
 
-Silver's mark is its table property gamelake.bronze_version, the bronze version it has read up
-to (macros/medallion/bronze_marks.sql); silver_quarantine keeps one too. A reader the latest
+Silver's mark is the bronze version it has read up to, carried by its data commits (or kept as a
+table property, ingest/ops/bronze_marks.py); silver_quarantine keeps one too. A reader the latest
 bronze slice held no rows for has read up to that slice without a build: the later of the two
 counts (slice_marks.py). Gold's mark is the
 largest silver_version in its rows (macros/medallion/silver_changes.sql); a game's gold is as
@@ -20,6 +20,7 @@ from deltalake import DeltaTable
 from ingest.core.settings.ingest_settings import IngestSettings
 from ingest.games.layout import GOLD_KINDS, gold_table, silver_table
 from ingest.games.seed import Game
+from ingest.ops.bronze_marks import bronze_mark
 from ingest.ops.gold_marks import silver_version_mark
 from ingest.ops.refresh_selection import SLICE_MODEL
 from ingest.ops.status.delta_commits import History, Trail, read_history
@@ -27,8 +28,8 @@ from ingest.ops.status.slice_marks import carried_marks
 from ingest.ops.status.tables import describe, last_commit_s, open_table
 from ingest.ops.status.time_text import iso_utc
 
-BRONZE_MARK = "gamelake.bronze_version"
 QUARANTINE = "silver_quarantine"
+SILVER_SCHEMA = "silver"
 NO_GAME = "(none)"  # a quarantined row without a game_slug
 
 
@@ -41,11 +42,6 @@ class Readers:
 
     def __getitem__(self, name: str) -> DeltaTable | None:
         return self.tables[name]
-
-
-def bronze_mark(table: DeltaTable) -> int | None:
-    value = table.metadata().configuration.get(BRONZE_MARK)
-    return None if value is None else int(value)
 
 
 def _slowest(marks: list[int | None]) -> int | None:
@@ -62,14 +58,15 @@ def _with_trail(record: dict[str, Any], trail: Trail | None) -> dict[str, Any]:
 
 def bronze_readers(settings: IngestSettings, games: list[Game]) -> Readers:
     names = [silver_table(game.slug) for game in games] + [QUARANTINE]
-    tables = {name: open_table(settings.dbt_table_path("silver", name)) for name in names}
+    tables = {name: open_table(settings.dbt_table_path(SILVER_SCHEMA, name)) for name in names}
     carried = carried_marks(open_table(settings.dbt_table_path("bronze", SLICE_MODEL)))
-    marks = {name: _mark(table, carried.get(name)) for name, table in tables.items()}
+    marks = {name: _mark(table, name, carried.get(name)) for name, table in tables.items()}
     return Readers(tables, marks)
 
 
-def _mark(table: DeltaTable | None, carried: int | None) -> int | None:
-    own = bronze_mark(table) if table is not None else None
+def _mark(table: DeltaTable | None, name: str, carried: int | None) -> int | None:
+    committed = bronze_mark(table, f"{SILVER_SCHEMA}.{name}") if table is not None else None
+    own = committed.version if committed is not None else None
     known = [m for m in (own, carried) if m is not None]
     return max(known) if table is not None and known else None
 
@@ -84,7 +81,7 @@ def _reader(
     settings: IngestSettings, name: str, readers: Readers, history: History | None, now: float
 ) -> dict[str, Any]:
     table, mark = readers[name], readers.marks[name]
-    record = {**describe(settings.dbt_table_path("silver", name), table), "bronze_version": mark}
+    record = {**describe(settings.dbt_table_path(SILVER_SCHEMA, name), table), "bronze_version": mark}
     return _with_trail(record, history.trail(mark, now) if table is not None and history else None)
 
 

@@ -1,0 +1,134 @@
+"""A bronze reader's mark as its Delta log holds it, read with delta-rs.
+
+A reader (silver per game, silver_quarantine) records the bronze version it has read up to in
+the commit that adds its rows: the commit's ``userMetadata`` names the reader and the version
+(macros/medallion/bronze_marks.sql), so rows and mark commit together. A mark kept as the
+table properties ``gamelake.bronze_version`` and ``gamelake.bronze_marked_at`` counts too: a
+table built before marks rode in the data commit has one, and a bronze rewrite moves marks
+that way (ingest/ops/migrations/reader_marks.py). Marks only move forward, so the later of the
+two is the reader's mark.
+
+Only a commit that writes the model's rows may carry a mark: a schema change the build makes
+before its insert (``ADD COLUMNS``) runs under the same session conf, and must not count.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
+MARK = "gamelake.bronze_version"
+MARKED_AT = "gamelake.bronze_marked_at"
+READER = "gamelake.reader"
+# Delta's names for the commits a dbt model's rows arrive in (an insert, or its first build)
+ROW_COMMITS = frozenset(
+    {"WRITE", "CREATE TABLE AS SELECT", "REPLACE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT"}
+)
+HISTORY_DEPTH = 20  # commits looked back through: upkeep commits may follow the last build's
+
+
+@dataclass(frozen=True, order=True)
+class BronzeMark:
+    version: int
+    marked_at: str  # when the slice it read was built, 'YYYY-MM-DD HH:MM:SS' UTC
+
+
+def committed_mark(commits: list[dict[str, Any]], reader: str) -> BronzeMark | None:
+    """The mark in the newest of ``commits`` (newest first, as delta-rs' history gives them) that
+    wrote ``reader``'s rows and names it; None when none does."""
+    for commit in commits:
+        if commit.get("operation") not in ROW_COMMITS or not commit.get("userMetadata"):
+            continue
+        try:
+            metadata = json.loads(commit["userMetadata"])
+        except (TypeError, ValueError):
+            continue  # somebody else's metadata
+        if isinstance(metadata, dict) and metadata.get(READER) == reader and MARK in metadata:
+            return BronzeMark(int(metadata[MARK]), str(metadata[MARKED_AT]))
+    return None
+
+
+def property_mark(configuration: dict[str, str]) -> BronzeMark | None:
+    if MARK not in configuration:
+        return None
+    return BronzeMark(int(configuration[MARK]), configuration.get(MARKED_AT, ""))
+
+
+def bronze_mark(table: DeltaTable, reader: str) -> BronzeMark | None:
+    """``reader``'s mark (``schema.table``, as dbt names it): the later of its data commits' and
+    its table property's."""
+    found = [
+        mark
+        for mark in (
+            committed_mark(table.history(HISTORY_DEPTH), reader),
+            property_mark(table.metadata().configuration),
+        )
+        if mark is not None
+    ]
+    return max(found) if found else None
+
+
+HANDED_CONF = "spark.gamelake.reader_marks"
+
+
+@dataclass(frozen=True)
+class _Seen:
+    table: DeltaTable
+    version: int
+    stamp: int | None  # its commit file's mtime: a table dropped and made again has another
+    mark: BronzeMark | None
+
+
+@dataclass
+class ReaderMarks:
+    """Every bronze reader's mark under a silver schema directory (``<warehouse>/silver.db``),
+    read from the Delta logs once per refresh cycle and handed to the build's Spark session
+    (spark.gamelake.reader_marks), so no model asks Spark for its own. Tables stay open between
+    cycles: a table whose version did not move keeps the mark read before."""
+
+    silver_dir: Path
+    schema: str = "silver"
+    _seen: dict[Path, _Seen] = field(default_factory=dict)
+
+    def read(self) -> dict[str, BronzeMark]:
+        paths = sorted(self.silver_dir.glob("*")) if self.silver_dir.is_dir() else []
+        marks = {f"{self.schema}.{path.name}": self._mark(path) for path in paths}
+        return {name: mark for name, mark in marks.items() if mark is not None}
+
+    def _mark(self, path: Path) -> BronzeMark | None:
+        seen = self._seen.pop(path, None)
+        try:
+            if seen is not None and _stamp(path, seen.version) == seen.stamp:
+                seen.table.update_incremental()
+                table = seen.table
+            else:
+                table = DeltaTable(str(path))
+        except (TableNotFoundError, OSError):
+            return None  # not a Delta table (yet), or dropped
+        version = table.version()
+        if seen is not None and seen.table is table and seen.version == version:
+            mark = seen.mark
+        else:
+            mark = bronze_mark(table, f"{self.schema}.{path.name}")
+        self._seen[path] = _Seen(table, version, _stamp(path, version), mark)
+        return mark
+
+    def handed(self) -> str:
+        """The marks as the build reads them: {"schema.table": [version, marked_at]}. A mark
+        without its time cannot be judged fresh, so the build asks that table itself."""
+        return json.dumps({n: [m.version, m.marked_at] for n, m in self.read().items() if m.marked_at})
+
+    def hand_to(self, spark: Any) -> None:
+        spark.conf.set(HANDED_CONF, self.handed())
+
+
+def _stamp(path: Path, version: int) -> int | None:
+    try:
+        return (path / "_delta_log" / f"{version:020d}.json").stat().st_mtime_ns
+    except OSError:
+        return None

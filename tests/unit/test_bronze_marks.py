@@ -1,0 +1,93 @@
+"""A bronze reader's mark as its Delta log holds it: in the data commit's userMetadata, or as a
+table property, the later counting; and the refresh's once-a-cycle read of every reader's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+
+from ingest.landing.delta.table_properties import with_properties
+from ingest.ops.bronze_marks import (
+    MARK,
+    MARKED_AT,
+    BronzeMark,
+    ReaderMarks,
+    bronze_mark,
+    committed_mark,
+    property_mark,
+)
+
+AT = "2026-11-26 06:00:00"
+QUARANTINE = "silver.silver_quarantine"
+
+
+def _metadata(reader: str, version: int) -> str:
+    return json.dumps({"gamelake.reader": reader, MARK: version, MARKED_AT: AT})
+
+
+def _write(path: Path, metadata: str | None = None) -> None:
+    """A silver-like append, carrying ``metadata`` as the commit's userMetadata as Spark writes it."""
+    rows = pa.table({"event_id": ["e1"], "bronze_version": [1]})
+    properties = CommitProperties(custom_metadata={"userMetadata": metadata}) if metadata else None
+    write_deltalake(str(path), rows, mode="append", commit_properties=properties)
+
+
+def test_the_newest_row_commit_naming_the_reader_holds_its_mark() -> None:
+    commits = [
+        {"operation": "OPTIMIZE"},  # upkeep after the build: no mark
+        {"operation": "WRITE", "userMetadata": _metadata("silver.silver_b", 9)},  # another table's
+        {"operation": "ADD COLUMNS", "userMetadata": _metadata("silver.silver_a", 8)},  # before its insert
+        {"operation": "WRITE", "userMetadata": "not json"},
+        {"operation": "WRITE", "userMetadata": _metadata("silver.silver_a", 7)},
+        {"operation": "CREATE TABLE AS SELECT", "userMetadata": _metadata("silver.silver_a", 3)},
+    ]
+    assert committed_mark(commits, "silver.silver_a") == BronzeMark(7, AT)
+    assert committed_mark(commits[:4], "silver.silver_a") is None
+
+
+def test_a_property_mark_is_read_with_its_time() -> None:
+    assert property_mark({MARK: "4", MARKED_AT: AT}) == BronzeMark(4, AT)
+    assert property_mark({MARK: "4"}) == BronzeMark(4, "")  # not handed to a build: see below
+    assert property_mark({}) is None
+
+
+def test_the_later_of_the_commit_and_the_property_is_the_mark(tmp_path: Path) -> None:
+    path = tmp_path / "silver_a"
+    _write(path, _metadata("silver.silver_a", 5))
+    assert bronze_mark(DeltaTable(str(path)), "silver.silver_a") == BronzeMark(5, AT)
+    # a bronze rewrite moves marks as the property (ingest/ops/migrations/reader_marks.py)
+    with_properties(DeltaTable(str(path)), {MARK: "8", MARKED_AT: AT})
+    assert bronze_mark(DeltaTable(str(path)), "silver.silver_a") == BronzeMark(8, AT)
+    _write(path, _metadata("silver.silver_a", 11))
+    assert bronze_mark(DeltaTable(str(path)), "silver.silver_a") == BronzeMark(11, AT)
+    assert bronze_mark(DeltaTable(str(path)), "silver.silver_other") == BronzeMark(8, AT)
+
+
+def test_the_refresh_reads_every_readers_mark_and_follows_new_commits(tmp_path: Path) -> None:
+    silver = tmp_path / "silver.db"
+    _write(silver / "silver_a", _metadata("silver.silver_a", 2))
+    _write(silver / "silver_quarantine", _metadata("silver.silver_quarantine", 2))
+    _write(silver / "silver_unmarked")
+    (silver / "not_a_table").mkdir()
+    readers = ReaderMarks(silver)
+    assert readers.read() == {"silver.silver_a": BronzeMark(2, AT), QUARANTINE: BronzeMark(2, AT)}
+
+    _write(silver / "silver_a", _metadata("silver.silver_a", 6))
+    _write(silver / "silver_quarantine")  # a commit without a mark keeps the one before
+    assert readers.read() == {"silver.silver_a": BronzeMark(6, AT), QUARANTINE: BronzeMark(2, AT)}
+
+    shutil.rmtree(silver / "silver_a")  # dropped, then made again: its old mark must not survive
+    _write(silver / "silver_a")
+    assert readers.read() == {QUARANTINE: BronzeMark(2, AT)}
+
+
+def test_a_mark_without_its_time_is_not_handed_to_the_build(tmp_path: Path) -> None:
+    silver = tmp_path / "silver.db"
+    _write(silver / "silver_a", _metadata("silver.silver_a", 3))
+    _write(silver / "silver_b")
+    with_properties(DeltaTable(str(silver / "silver_b")), {MARK: "4"})
+    assert json.loads(ReaderMarks(silver).handed()) == {"silver.silver_a": [3, AT]}
