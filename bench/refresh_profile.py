@@ -2,7 +2,7 @@
 time; dbt's own Python time per node; the Delta commits each model makes.
 
     python -m bench.refresh_profile [--games 5 60] [--active N] [--cycle refresh|build] [--new 6000]
-                                    [--label before]
+                                    [--parse once each] [--label before]
 
 For each games count, a private lakehouse (bench.incremental's ``prepare``: the repo's dbt
 project with a seed of that many active games, 60,000 events of history, a first build) is made
@@ -11,7 +11,9 @@ continuous refresh runs it: ``--new`` events land in bronze (for the first ``--a
 the seed, default all) and a cycle warms the session; more events land and the profiled cycle
 runs. ``--cycle refresh`` (the default) is the continuous refresh's cycle: the slice, then only
 the games with rows in it (ingest/ops/refresh_selection.py); ``--cycle build`` is a plain
-``dbt build`` of everything. dbt's events (``SQLQuery`` and ``SQLQueryStatus``, by
+``dbt build`` of everything. ``--parse once`` (the default) parses the project once and hands
+dbt the manifest, as the refresh does (ingest/ops/warm_dbt.py); ``each`` lets every invocation
+load it; both in one run give the ratio. dbt's events (``SQLQuery`` and ``SQLQueryStatus``, by
 node) come through a dbtRunner callback; a node's dbt time is its run time less the time its
 statements took in Spark. Commits are the new versions in each model's ``_delta_log``.
 
@@ -37,7 +39,10 @@ from typing import Any
 
 from bench.incremental import _bronze_rows, _copy_project, _land, _session, prepare, run_dbt
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.ops.bronze_marks import ReaderMarks
+from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.refresh_selection import SLICE_MODEL, after_slice_args, build_selection, read_slice_readers
+from ingest.ops.warm_dbt import WarmDbt
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "refresh_profile.md"
 WORK = PROJECT_DIR / ".cache" / "bench-profile"
@@ -50,6 +55,8 @@ KINDS = [
     ("create table as select", r"^create (or replace )?table"),
     ("create view", r"^create (or replace )?(temporary )?view"),
     ("drop", r"^drop "),
+    ("mark: set or reset commit metadata", r"^(set|reset) spark\.databricks\.delta\.commitinfo"),
+    ("handed conf read (marks, rows)", r"^set spark\.gamelake\."),
     ("mark: show tblproperties", r"^show tblproperties"),
     ("mark: set tblproperties", r"^alter table .* set tblproperties"),
     ("describe history (Delta log)", r"^describe history"),
@@ -91,9 +98,18 @@ class Recorder:
     def __init__(self) -> None:
         self.pending: dict[str, str] = {}  # node (or connection) -> its statement under way
         self.statements: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        self.first_event = self.first_node = self.last_node = self.last_event = 0.0
+        self.invocations: list[tuple[str, float, float, float]] = []  # args, wall, before nodes, after
 
     def __call__(self, event: Any) -> None:
         name = event.info.name
+        now = time.monotonic()
+        self.first_event = self.first_event or now
+        self.last_event = now
+        if name == "NodeStart":
+            self.first_node = self.first_node or now
+        elif name == "NodeFinished":
+            self.last_node = now
         if name not in ("SQLQuery", "SQLQueryStatus"):
             return
         node = event.data.node_info.unique_id or f"(run hooks: {event.data.node_info.node_name or '-'})"
@@ -103,8 +119,23 @@ class Recorder:
             self.statements[node].append((_kind(self.pending.pop(node)), float(event.data.elapsed)))
 
 
-def _dbt(project: Path, recorder: Recorder | None, *args: str) -> tuple[float, Any]:
-    return run_dbt(project, *args, callbacks=(recorder,) if recorder else ())
+def _dbt(runner: WarmDbt, recorder: Recorder | None, *args: str) -> tuple[float, Any]:
+    """``dbt <args>``: parsed once (the refresh's WarmDbt) or, with ``runner.parses`` at -1, as
+    a plain ``dbtRunner().invoke`` that loads the project each time."""
+    started = time.monotonic()
+    if runner.parses < 0:
+        took, result = run_dbt(runner.project, *args, callbacks=(recorder,) if recorder else ())
+    else:
+        runner.callbacks[:] = [recorder] if recorder else []
+        result = runner.invoke(*args).result
+        took = time.monotonic() - started
+    if recorder is not None and recorder.first_node:
+        # dbt's own time before its first node (load the manifest, the relation cache, on-run-start)
+        # and after its last (on-run-end, the artifacts)
+        before, after = recorder.first_node - started, started + took - recorder.last_node
+        recorder.invocations.append((" ".join(args[:3]), took, before, after))
+        recorder.first_node = recorder.last_node = 0.0
+    return took, result
 
 
 def _log_versions(warehouse: Path) -> dict[str, int]:
@@ -116,12 +147,19 @@ def _log_versions(warehouse: Path) -> dict[str, int]:
     return found
 
 
-def _cycle(project: Path, spark: Any, recorder: Recorder, cycle: str) -> tuple[float, list[Any]]:
+def _cycle(
+    project: WarmDbt, spark: Any, recorder: Recorder, cycle: str, watch: BronzeWatch
+) -> tuple[float, list[Any]]:
     """One cycle as ``cycle`` says: its wall time and the results of every node it ran."""
     if cycle == "build":
         took, results = _dbt(project, recorder, "build")
         return took, list(results.results)
+    started = time.monotonic()
+    watch.version()  # as `ingest refresh` polls bronze, then hands over what it read before a build
+    watch.hand_versions_to(spark)
+    handed = time.monotonic() - started
     took, first = _dbt(project, recorder, "build", "--select", SLICE_MODEL)
+    took += handed
     started = time.monotonic()
     selection = build_selection(read_slice_readers(spark))
     took += time.monotonic() - started
@@ -131,7 +169,9 @@ def _cycle(project: Path, spark: Any, recorder: Recorder, cycle: str) -> tuple[f
     return took + more, [*first.results, *second.results]
 
 
-def profile(games: int, new: int, active: int, cycle: str) -> tuple[float, list[Node], dict[str, Any]]:
+def profile(
+    games: int, new: int, active: int, cycle: str, parse: str
+) -> tuple[float, list[Node], dict[str, Any]]:
     import json
 
     root = WORK / f"games-{games}"
@@ -144,12 +184,14 @@ def profile(games: int, new: int, active: int, cycle: str) -> tuple[float, list[
     spark = _session(root)
     bronze = root / "warehouse" / "bronze" / "game_events"
     receiving = state["games"][: active or None]
+    watch = BronzeWatch(bronze, ReaderMarks(root / "warehouse" / "spark" / "silver.db"))
+    runner = WarmDbt(project, project / "profiles", parses=0 if parse == "once" else -1)
     for _ in ("warm", "profiled"):
         _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, receiving, 0.01))
         state["next_id"] += new
         before = _log_versions(root / "warehouse")
         recorder = Recorder()
-        took, results = _cycle(project, spark, recorder, cycle)
+        took, results = _cycle(runner, spark, recorder, cycle, watch)
     after = _log_versions(root / "warehouse")
     (root / "state.json").write_text(json.dumps(state))
     nodes = []
@@ -158,19 +200,30 @@ def profile(games: int, new: int, active: int, cycle: str) -> tuple[float, list[
         node.statements = recorder.statements.get(r.node.unique_id, [])
         node.commits = after.get(r.node.name, -1) - before.get(r.node.name, -1)
         nodes.append(node)
-    hooks = {k: v for k, v in recorder.statements.items() if k.startswith("(run hooks")}
+    hooks: dict[str, Any] = {k: v for k, v in recorder.statements.items() if k.startswith("(run hooks")}
+    hooks["(invocations)"] = recorder.invocations
     spark.stop()
     return took, nodes, hooks
 
 
 def _report(
-    games: int, new: int, took: float, nodes: list[Node], hooks: dict[str, Any], active: int, cycle: str
+    games: int,
+    new: int,
+    took: float,
+    nodes: list[Node],
+    hooks: dict[str, Any],
+    active: int,
+    cycle: str,
+    parse: str,
 ) -> list[str]:
     models = [n for n in nodes if n.kind == "model"]
     tests = [n for n in nodes if n.kind == "test"]
+    invocations = hooks.get("(invocations)", [])
+    statements = {k: v for k, v in hooks.items() if k != "(invocations)"}
     receiving = f"events for {active} of them" if active and active < games else "events for all"
     lines = [
-        f"### {games} games in the seed, {receiving}, {new:,} new events: warm {cycle} cycle {took:.1f} s",
+        f"### {games} games in the seed, {receiving}, {new:,} new events, dbt parsing {parse}: "
+        f"warm {cycle} cycle {took:.1f} s",
         "",
         f"- nodes: {len(models)} models ({sum(n.seconds for n in models):.1f} s), {len(tests)} tests "
         f"({sum(n.seconds for n in tests):.1f} s), other {len(nodes) - len(models) - len(tests)}",
@@ -178,8 +231,13 @@ def _report(
         f"{statistics.median(n.sql_seconds for n in models):.2f} s, in dbt's Python "
         f"{statistics.median(n.seconds - n.sql_seconds for n in models):.2f} s",
         f"- Delta commits per model: {_counts(n.commits for n in models)}",
-        f"- run hooks (lock, bronze source): {sum(s for v in hooks.values() for _, s in v):.2f} s in "
-        f"{sum(len(v) for v in hooks.values())} statements",
+        f"- run hooks (lock, bronze source): {sum(s for v in statements.values() for _, s in v):.2f} s in "
+        f"{sum(len(v) for v in statements.values())} statements",
+        *(
+            f"- dbt {args}: {wall:.1f} s, of it {before:.1f} s before its first node and {after:.1f} s "
+            "after its last"
+            for args, wall, before, after in invocations
+        ),
         "",
         "Statements sent per model, summed over the models (count, total s, median s):",
         "",
@@ -233,13 +291,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new", type=int, default=6000)
     parser.add_argument("--active", type=int, default=0, help="games that receive events (0: all)")
     parser.add_argument("--cycle", choices=["refresh", "build"], default="refresh")
+    parser.add_argument(
+        "--parse",
+        choices=["once", "each"],
+        nargs="+",
+        default=["once"],
+        help="once: the project parsed once and reused (ingest/ops/warm_dbt.py, as the refresh runs); "
+        "each: every dbt invocation loads it",
+    )
     parser.add_argument("--label", default="")
     parser.add_argument("--only", type=int, help=argparse.SUPPRESS)  # one games count, in this process
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.only:
-        took, nodes, hooks = profile(args.only, args.new, args.active, args.cycle)
-        report = _report(args.only, args.new, took, nodes, hooks, args.active, args.cycle)
+        took, nodes, hooks = profile(args.only, args.new, args.active, args.cycle, args.parse[0])
+        report = _report(args.only, args.new, took, nodes, hooks, args.active, args.cycle, args.parse[0])
         args.out.write_text("\n".join(report) + "\n")
         return 0
     now = dt.datetime.now(dt.UTC)
@@ -251,9 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         f"- {HISTORY:,} events of history; each build is the second in one Spark session (warm)",
         "",
     ]
-    for games in args.games:
+    for games, parse in ((g, p) for g in args.games for p in args.parse):
         # one process per lakehouse: a Spark session (and its metastore) per process
-        out = WORK / f"report-{games}.md"
+        out = WORK / f"report-{games}-{parse}.md"
         WORK.mkdir(parents=True, exist_ok=True)
         command = [
             sys.executable,
@@ -267,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
             str(args.active),
             "--cycle",
             args.cycle,
+            "--parse",
+            parse,
         ]
         subprocess.run([*command, "--out", str(out)], check=True, cwd=PROJECT_DIR)
         lines.append(out.read_text())
@@ -274,8 +342,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if not RESULTS.exists():
         RESULTS.write_text("# Refresh profile: where a warm cycle's time goes (bench/refresh_profile.py)\n\n")
-    with RESULTS.open("a") as out:
-        out.write(text)
+    with RESULTS.open("a") as results:
+        results.write(text)
     return 0
 
 

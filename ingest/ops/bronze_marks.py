@@ -118,6 +118,10 @@ class ReaderMarks:
         self._seen[path] = _Seen(table, version, _stamp(path, version), mark)
         return mark
 
+    def versions(self) -> dict[str, int]:
+        """Each table's Delta version as the last ``read`` found it, marked or not."""
+        return {f"{self.schema}.{path.name}": seen.version for path, seen in self._seen.items()}
+
     def handed(self) -> str:
         """The marks as the build reads them: {"schema.table": [version, marked_at]}. A mark
         without its time cannot be judged fresh, so the build asks that table itself."""

@@ -16,6 +16,8 @@ from ingest.landing.decode.bronze_columns import ROWS_KEY
 from ingest.ops.bronze_marks import ReaderMarks
 
 ROWS_CONF = "spark.gamelake.bronze_commit_rows"
+VERSIONS_CONF = "spark.gamelake.table_versions"
+BRONZE_RELATION = "bronze.game_events"  # dbt's source('bronze', 'game_events')
 ROWS_LOOKBACK = 1000  # bronze commits whose rows the refresh keeps for the slice's row bound
 
 
@@ -57,6 +59,15 @@ class BronzeWatch:
         self.seen_at = {v: at for v, at in self.seen_at.items() if v > built}
         # kept a while: a reader whose build failed re-reads from its own mark
         self.rows = {v: n for v, n in self.rows.items() if v > built - ROWS_LOOKBACK}
+
+    def hand_versions_to(self, spark: Any) -> None:
+        """The readers' marks, and the versions of bronze and of the readers as their Delta logs
+        hold them now, read once for the build (macros/medallion/bronze_marks.sql)."""
+        self.readers.hand_to(spark)
+        versions = self.readers.versions()
+        if self.table is not None:
+            versions[BRONZE_RELATION] = self.table.version()
+        spark.conf.set(VERSIONS_CONF, json.dumps(versions))
 
     def hand_rows_to(self, spark: Any) -> None:
         """The rows per version for the slice's row bound (macros/medallion/bronze_slice.sql)."""

@@ -44,6 +44,7 @@ from ingest.ops.refresh_selection import (
     build_selection,
     read_slice_readers,
 )
+from ingest.ops.warm_dbt import WarmDbt
 
 log = logging.getLogger("gamelake.refresh")
 DEFAULT_MAX_ROWS = 600_000  # half the 1.2M-row slice that ran a 2 GB driver out of memory
@@ -108,13 +109,12 @@ DASHBOARD_PANELS = (
 )
 
 
-def _dbt(*args: str) -> bool:
-    from dbt.cli.main import dbtRunner
+# the project parsed once for the process, parsed again when its files change (warm_dbt.py)
+_DBT = WarmDbt(PROJECT_DIR, PROFILES_DIR)
 
-    result = dbtRunner().invoke(
-        [*args, "--project-dir", str(PROJECT_DIR), "--profiles-dir", str(PROFILES_DIR), "--target", "local"]
-    )
-    return bool(result.success)
+
+def _dbt(*args: str) -> bool:
+    return bool(_DBT.invoke(*args).success)
 
 
 def _slice_summary(spark: Any) -> tuple[int, int]:
@@ -160,7 +160,7 @@ def build_once(
     started = time.monotonic()
     if max_rows:
         watch.hand_rows_to(spark)
-    watch.readers.hand_to(spark)  # every reader's mark, read once from the Delta logs
+    watch.hand_versions_to(spark)  # marks and versions, read once from the Delta logs
     bounds = {"gamelake_slice_max_versions": max_versions, "gamelake_slice_max_rows": max_rows}
     ok = _build(spark, bounds, whole)
     took = time.monotonic() - started

@@ -59,7 +59,12 @@
 {#- The readers' marks `ingest refresh` read from the Delta logs for this build:
     {'schema.table': [version, marked_at]}, empty when none were handed over. -#}
 {% macro _handed_reader_marks() %}
-    {%- set handed = run_query("set spark.gamelake.reader_marks")[0][1] -%}
+    {{ return(_handed_conf('spark.gamelake.reader_marks')) }}
+{% endmacro %}
+
+{#- A JSON object `ingest refresh` handed over in the Spark session's conf `key`; empty without. -#}
+{% macro _handed_conf(key) %}
+    {%- set handed = run_query("set " ~ key)[0][1] -%}
     {{ return({} if not handed or handed == '<undefined>' else fromjson(handed)) }}
 {% endmacro %}
 
@@ -206,8 +211,19 @@
         | length > 0) }}
 {% endmacro %}
 
-{#- A Delta table's current version; none when it does not exist. -#}
+{#- A Delta table's current version; none when it does not exist. `ingest refresh` hands over
+    the versions it read from the Delta logs just before the build (spark.gamelake.table_versions,
+    ingest/ops/bronze_watch.py), so no model asks Spark's `describe history`. A table this
+    invocation builds is upstream of the caller and one commit further by then (a reader's build
+    is one commit: the insert, recorded even when empty). A version read before somebody else's
+    commit (upkeep) is behind, never ahead: reading up to it leaves the rest to the next build. -#}
 {% macro gamelake_table_version(relation) %}
+    {%- set handed = _handed_conf('spark.gamelake.table_versions') -%}
+    {%- set name = relation.schema ~ '.' ~ relation.identifier -%}
+    {%- if name in handed -%}
+        {%- set built_here = ('model.' ~ project_name ~ '.' ~ relation.identifier) in selected_resources -%}
+        {{ return(handed[name] | int + (1 if built_here else 0)) }}
+    {%- endif -%}
     {%- if not gamelake_relation_exists(relation) -%}
         {{ return(none) }}
     {%- endif -%}

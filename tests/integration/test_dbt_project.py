@@ -24,7 +24,8 @@ from ingest.core.contract import load_contract
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.games import model_files as games
 from ingest.ops import docs_site
-from ingest.ops.bronze_marks import BronzeMark, bronze_mark, committed_mark
+from ingest.ops.bronze_marks import HANDED_CONF, BronzeMark, ReaderMarks, bronze_mark, committed_mark
+from ingest.ops.bronze_watch import VERSIONS_CONF, BronzeWatch
 from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -498,9 +499,12 @@ def test_sql_lint_passes_on_the_incremental_branch(lake: Lake, monkeypatch: pyte
     )
 
 
+def _table_dir(lake: Lake, table: str) -> Path:
+    return Path(lake.spark.sql(f"describe detail {table}").first()["location"].removeprefix("file:"))
+
+
 def _delta_log(lake: Lake, table: str) -> DeltaTable:
-    location = lake.spark.sql(f"describe detail {table}").first()["location"]
-    return DeltaTable(location.removeprefix("file:"))
+    return DeltaTable(str(_table_dir(lake, table)))
 
 
 def _mark(lake: Lake, table: str) -> BronzeMark | None:
@@ -560,6 +564,36 @@ def test_a_mark_behind_its_rows_loses_and_doubles_nothing(lake: Lake, writer: su
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
     quarantine = {row["quarantine_id"]: row["reasons"] for row in lake.table("silver.silver_quarantine")}
     assert quarantine == lake.quarantine
+
+
+def test_versions_handed_over_by_the_refresh_are_read_as_handed(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # `ingest refresh` reads bronze's and the readers' versions from their Delta logs before a
+    # build and hands them over (spark.gamelake.table_versions), so no model asks `describe
+    # history`. Bronze read before its newest commit is behind: the slice stops there. Silver is
+    # built in the same invocation before gold, one commit past its handed version: gold reads
+    # up to that commit, so it holds exactly what silver holds.
+    silver_dir = _table_dir(lake, f"silver.silver_{ACTIVE}").parent
+    watch = BronzeWatch(lake.bronze_path, ReaderMarks(silver_dir))
+    first = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=2), gamers=6) for _ in range(10)]
+    lake.land(first, support.schema_for(4))
+    handed_bronze = watch.version()
+    second = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(10)]
+    lake.land(second, support.schema_for(4))
+    watch.hand_versions_to(lake.spark)
+    try:
+        lake.build("versions handed over")
+    finally:
+        for key in (VERSIONS_CONF, HANDED_CONF):
+            lake.spark.conf.unset(key)
+
+    assert _slice_bounds(lake)["to"] == handed_bronze, "the slice did not stop at the handed bronze version"
+    silver_now = support.expected_silver(lake.rows[: -len(second)], ACTIVE)
+    assert set(silver_now) == {row["event_id"] for row in lake.table(f"silver.silver_{ACTIVE}")}
+    assert_gold_exact(lake, ACTIVE, silver_now)
+    lake.build("the rest, nothing handed")
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
 
 
 def _slice_bounds(lake: Lake) -> dict[str, Any]:
