@@ -41,14 +41,9 @@ USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 def _session(warehouse: Path) -> Any:
-    from pyspark.sql import SparkSession
+    from ingest.core.spark.session import local_session
 
-    from ingest.core.spark.session import spark_settings
-
-    builder = SparkSession.builder.enableHiveSupport()
-    for key, value in spark_settings(warehouse).items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = local_session(warehouse)
     session.sparkContext.setLogLevel("ERROR")
     return session
 
