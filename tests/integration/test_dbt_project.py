@@ -566,6 +566,24 @@ def test_a_mark_behind_its_rows_loses_and_doubles_nothing(lake: Lake, writer: su
     assert quarantine == lake.quarantine
 
 
+def test_more_threads_than_one_on_the_shared_session_are_refused(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # A reader's mark is a conf of the Spark session, which dbt's threads share on the local
+    # target: a second thread could commit under the first one's mark. Such a build stops in
+    # on-run-start with the fix, before any model runs; one thread then builds as usual.
+    lake.land([writer.event(ACTIVE, 4, NOW - timedelta(minutes=1))], support.schema_for(4))
+    silver = f"silver.silver_{ACTIVE}"
+    before = _version(lake, silver)
+    refused = lake.dbt("build", "--threads", "2", expect_success=False)
+    message = str(refused.exception or refused.result)
+    assert "GAMELAKE_DBT_THREADS=1" in message and "one shared Spark" in message, message
+    assert _version(lake, silver) == before, "a model ran although the build was refused"
+    lake.build("one thread after the refusal")
+    assert _version(lake, silver) == before + 1
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+
+
 def test_versions_handed_over_by_the_refresh_are_read_as_handed(
     lake: Lake, writer: support.BronzeWriter
 ) -> None:
