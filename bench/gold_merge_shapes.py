@@ -12,6 +12,9 @@ the shapes interleaved so the machine's drift hits them alike:
 - ``merge, batch-only source``: the source is the batch alone, the totals combine in ``update set``;
 - ``insert overwrite``: the whole table rewritten from a full outer join of it and the batch;
 - ``merge as built, deletion vectors``: the first shape on a copy with deletion vectors on;
+- ``merge as built, source not materialized``: the first shape with Delta's
+  ``merge.materializeSource`` set to ``none`` (the source reads fixed table versions, so it
+  cannot change between the MERGE's two passes);
 - ``source alone`` / ``source joined to totals``: ``count(*)`` of each source, no write;
 - ``insert of 10 rows``: a plain insert into another copy, the floor of a write here.
 
@@ -91,10 +94,29 @@ def _shapes(game: str, batch: str) -> dict[str, str]:
             from gc as d full outer join batch_only as b on b.gamer_id = d.gamer_id""",
         "merge as built, deletion vectors": f"merge into gdv as d using joined_gdv as s {on}"
         " when matched then update set * when not matched then insert *",
+        "merge as built, source not materialized": f"merge into gc as d using joined_gc as s {on}"
+        " when matched then update set * when not matched then insert *",
         "source alone": "select count(*) from batch_only",
         "source joined to totals": "select count(*) from joined_gc",
         "insert of 10 rows": "insert into gi select * from batch_only limit 10",
     }
+
+
+SHAPE_CONFS = {
+    "merge as built, source not materialized": {"spark.databricks.delta.merge.materializeSource": "none"}
+}
+
+
+def _timed_shape(spark: Any, shape: str, sql: str) -> float:
+    confs = SHAPE_CONFS.get(shape, {})
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    started = time.perf_counter()
+    spark.sql(sql).collect()
+    seconds = time.perf_counter() - started
+    for key in confs:
+        spark.conf.unset(key)
+    return seconds
 
 
 def _copies(spark: Any, gold: str, game: str, batch: str) -> None:
@@ -127,10 +149,9 @@ def run(game: str, rounds: int, versions: int) -> list[str]:
     times: dict[str, list[float]] = {shape: [] for shape in shapes}
     for round_ in range(rounds):
         for shape, sql in shapes.items():
-            started = time.perf_counter()
-            spark.sql(sql).collect()
+            seconds = _timed_shape(spark, shape, sql)
             if round_:
-                times[shape].append(time.perf_counter() - started)
+                times[shape].append(seconds)
     for copy in ("gc", "gdv", "gi"):
         spark.sql(f"drop table {copy}")
     spark.stop()
