@@ -155,7 +155,7 @@ clean: stack-down ## Remove local state (stack, Spark cluster, warehouse); keeps
 games: setup ## After editing seeds/games.csv: validate it and generate the per-game dbt models
 	$(BIN)/ingest games sync
 
-dbt-build: setup ## dbt seed + build (silver, gold, tests) on the embedded Spark; refuses a stale games seed
+dbt-build: setup ## dbt build (seed, silver, gold, tests) on the embedded Spark; refuses a stale games seed
 	$(BIN)/ingest games sync --check
 	$(BIN)/dbt build
 

@@ -2,7 +2,7 @@
 
 stack up -> produce a demo stream -> show what arrived in Kafka, by schema version
 -> ingest into bronze Delta until caught up
--> dbt seed + build (silver and gold per game) + docs generate, with a summary
+-> dbt build (the seed, silver and gold per game) + docs generate, with a summary
 -> ``ingest status``: every layer, Kafka to gold, with its freshness and any anomaly.
 Each step prints what it did; a failing step stops the run with its error. The status's
 warnings (exit code 1) are shown, not fatal; a critical finding (2) fails the run.
@@ -89,7 +89,7 @@ def main() -> int:
             lambda: _ingest("run", "--until-caught-up"),
         )
         # dbt runs in a process of its own: it owns the embedded Spark session and its metastore.
-        _step("dbt: seed, build silver + gold per game, generate docs", lambda: _ingest("dbt-build"))
+        _step("dbt: build the seed, silver + gold per game; generate docs", lambda: _ingest("dbt-build"))
         _step("ingest status: every layer, Kafka to gold", lambda: _ingest("status", tolerated=(0, 1)))
     except IngestError as err:
         print(f"make run: {err}", file=sys.stderr)
