@@ -1,5 +1,6 @@
 """Where a warm refresh cycle's time goes: every Spark statement dbt sends, per model, with its
-time; dbt's own Python time per node; the Delta commits each model makes.
+time; the rest of each node's time; the Delta commits each model makes; and the CPU time the
+Python process (dbt) and the JVM (Spark) each spent in the cycle.
 
     python -m bench.refresh_profile [--games 5 60] [--active N] [--cycle refresh|build] [--new 6000]
                                     [--parse once each] [--label before]
@@ -16,6 +17,11 @@ dbt the manifest, as the refresh does (ingest/ops/warm_dbt.py); ``each`` lets ev
 load it; both in one run give the ratio. dbt's events (``SQLQuery`` and ``SQLQueryStatus``, by
 node) come through a dbtRunner callback; a node's dbt time is its run time less the time its
 statements took in Spark. Commits are the new versions in each model's ``_delta_log``.
+
+A node's time outside its statements is not all dbt's Python: dbt-spark's session method runs a
+SELECT's Spark job when dbt fetches its rows, after dbt has logged the statement as done. The
+process CPU times tell the two apart: the Python process's own user + system time (``os.times``)
+and the JVM's (``/proc/<pid>/stat`` of the Spark gateway), both over the profiled cycle.
 
 The figures are printed and appended, with machine, date and ``--label``, to
 bench/results/refresh_profile.md.
@@ -169,6 +175,15 @@ def _cycle(
     return took + more, [*first.results, *second.results]
 
 
+def _cpu_seconds(spark: Any) -> dict[str, float]:
+    """User + system CPU seconds so far of this Python process and of the Spark JVM it drives."""
+    own = os.times()
+    ticks = os.sysconf("SC_CLK_TCK")
+    jvm = spark.sparkContext._gateway.proc.pid  # spark-submit execs the JVM under this pid
+    fields = Path(f"/proc/{jvm}/stat").read_text().rsplit(")", 1)[1].split()
+    return {"python": own.user + own.system, "jvm": (int(fields[11]) + int(fields[12])) / ticks}
+
+
 def profile(
     games: int, new: int, active: int, cycle: str, parse: str
 ) -> tuple[float, list[Node], dict[str, Any]]:
@@ -191,7 +206,9 @@ def profile(
         state["next_id"] += new
         before = _log_versions(root / "warehouse")
         recorder = Recorder()
+        cpu_before = _cpu_seconds(spark)
         took, results = _cycle(runner, spark, recorder, cycle, watch)
+        cpu_after = _cpu_seconds(spark)
     after = _log_versions(root / "warehouse")
     (root / "state.json").write_text(json.dumps(state))
     nodes = []
@@ -202,6 +219,7 @@ def profile(
         nodes.append(node)
     hooks: dict[str, Any] = {k: v for k, v in recorder.statements.items() if k.startswith("(run hooks")}
     hooks["(invocations)"] = recorder.invocations
+    hooks["(cpu)"] = {side: cpu_after[side] - cpu_before[side] for side in cpu_after}
     spark.stop()
     return took, nodes, hooks
 
@@ -219,7 +237,9 @@ def _report(
     models = [n for n in nodes if n.kind == "model"]
     tests = [n for n in nodes if n.kind == "test"]
     invocations = hooks.get("(invocations)", [])
-    statements = {k: v for k, v in hooks.items() if k != "(invocations)"}
+    statements = {k: v for k, v in hooks.items() if k not in ("(invocations)", "(cpu)")}
+    cpu = hooks.get("(cpu)", {})
+    outside = [n.seconds - n.sql_seconds for n in models]
     receiving = f"events for {active} of them" if active and active < games else "events for all"
     lines = [
         f"### {games} games in the seed, {receiving}, {new:,} new events, dbt parsing {parse}: "
@@ -228,8 +248,11 @@ def _report(
         f"- nodes: {len(models)} models ({sum(n.seconds for n in models):.1f} s), {len(tests)} tests "
         f"({sum(n.seconds for n in tests):.1f} s), other {len(nodes) - len(models) - len(tests)}",
         f"- median model {statistics.median(n.seconds for n in models):.2f} s; of it in Spark statements "
-        f"{statistics.median(n.sql_seconds for n in models):.2f} s, in dbt's Python "
-        f"{statistics.median(n.seconds - n.sql_seconds for n in models):.2f} s",
+        f"{statistics.median(n.sql_seconds for n in models):.2f} s, outside them (dbt's Python and the "
+        f"Spark jobs of the rows dbt fetches) {statistics.median(outside):.2f} s",
+        f"- CPU in the cycle: the Python process (dbt) {cpu.get('python', 0):.1f} s, "
+        f"the JVM (Spark) {cpu.get('jvm', 0):.1f} s, against {took:.1f} s of wall time "
+        "on 2 cores",
         f"- Delta commits per model: {_counts(n.commits for n in models)}",
         f"- run hooks (lock, bronze source): {sum(s for v in statements.values() for _, s in v):.2f} s in "
         f"{sum(len(v) for v in statements.values())} statements",
@@ -252,9 +275,13 @@ def _report(
         lines.append(
             f"| {kind} | {family} | {len(times)} | {sum(times):.2f} | {statistics.median(times):.3f} |"
         )
-    lines += ["", "Per model: wall s, in Spark s, dbt Python s, commits, statements in order:", ""]
     lines += [
-        "| model | wall s | Spark s | dbt s | commits | statements (s) |",
+        "",
+        "Per model: wall s, in Spark statements s, outside them s, commits, statements in order:",
+        "",
+    ]
+    lines += [
+        "| model | wall s | Spark s | outside s | commits | statements (s) |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for n in models:

@@ -1,0 +1,119 @@
+"""Which JVM threads spend a warm refresh cycle's CPU: Spark's tasks, the JIT compilers, GC.
+
+    python -m bench.jvm_cpu [--setting KEY=VALUE ...] [--label text]
+
+bench/refresh_profile.py shows that a cycle's CPU is the JVM's, not dbt's. This splits the JVM's
+by thread. On the 5-game lakehouse bench.refresh_profile keeps (.cache/bench-profile/games-5,
+made there first), one process runs two refresh cycles of 6,000 new events each in one Spark
+session, as `ingest refresh` runs them (the slice, then the games with rows). Before and after
+each cycle it reads the user + system CPU of every thread of the Spark JVM from
+``/proc/<pid>/task/*/stat`` and sums it by thread name (``C2 CompilerThread0`` and ``1`` are one
+name). ``--setting`` adds a Spark setting to the session's (ingest/core/spark/session.py), e.g.
+``spark.driver.extraJavaOptions=-XX:ReservedCodeCacheSize=512m``; a JVM option is appended to the
+project's own. The first cycle of the process is cold, the second warm. Printed and appended to
+bench/results/jvm_cpu.md with the machine and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.incremental import _bronze_rows, _copy_project, _land
+from bench.refresh_profile import WORK, Recorder, _cycle
+from bench.results_file import append_section
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.ops.bronze_marks import ReaderMarks
+from ingest.ops.bronze_watch import BronzeWatch
+from ingest.ops.warm_dbt import WarmDbt
+
+RESULTS = PROJECT_DIR / "bench" / "results" / "jvm_cpu.md"
+LAKEHOUSE = WORK / "games-5"
+NEW_EVENTS = 6000
+SHOWN = 10  # thread names per cycle in the table
+
+
+def cpu_by_thread(pid: int) -> Counter[str]:
+    """CPU seconds so far of each thread of process ``pid``, summed by thread name."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    seconds: Counter[str] = Counter()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended
+        seconds[re.sub(r"[-#]?\d+$", "", name).strip()] += (int(fields[11]) + int(fields[12])) / ticks
+    return seconds
+
+
+def _session(settings: dict[str, str]) -> Any:
+    from pyspark.sql import SparkSession
+
+    from ingest.core.spark.session import spark_settings
+
+    merged = spark_settings(LAKEHOUSE / "warehouse")
+    for key, value in settings.items():
+        joined = key == "spark.driver.extraJavaOptions" and key in merged
+        merged[key] = f"{merged[key]} {value}" if joined else value
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in merged.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def run(settings: dict[str, str]) -> list[str]:
+    if not (LAKEHOUSE / "state.json").exists():
+        raise SystemExit(f"{LAKEHOUSE}: run `python -m bench.refresh_profile --games 5` first")
+    state = json.loads((LAKEHOUSE / "state.json").read_text())
+    project = LAKEHOUSE / "project"
+    _copy_project(project, state["games"])
+    os.environ["GAMELAKE_BRONZE_PATH"] = str(LAKEHOUSE / "warehouse" / "bronze" / "game_events")
+    spark = _session(settings)
+    jvm = spark.sparkContext._gateway.proc.pid  # spark-submit execs the JVM under this pid
+    bronze = LAKEHOUSE / "warehouse" / "bronze" / "game_events"
+    watch = BronzeWatch(bronze, ReaderMarks(LAKEHOUSE / "warehouse" / "spark" / "silver.db"))
+    runner = WarmDbt(project, project / "profiles")
+    body = [f"- settings added: {settings or 'none'}; {NEW_EVENTS:,} new events a cycle, 5 games", ""]
+    try:
+        for cycle in ("first (cold)", "second (warm)"):
+            _land(spark, bronze, _bronze_rows(spark, state["next_id"], NEW_EVENTS, state["games"], 0.01))
+            state["next_id"] += NEW_EVENTS
+            before, started = cpu_by_thread(jvm), time.monotonic()
+            _cycle(runner, spark, Recorder(), "refresh", watch)
+            wall, after = time.monotonic() - started, cpu_by_thread(jvm)
+            spent = Counter({name: after[name] - before.get(name, 0.0) for name in after})
+            body += [
+                f"{cycle} cycle: wall {wall:.1f} s, JVM CPU {sum(spent.values()):.1f} s",
+                "",
+                "| JVM thread | CPU s |",
+                "|---|---:|",
+                *(f"| {name} | {seconds:.1f} |" for name, seconds in spent.most_common(SHOWN)),
+                "",
+            ]
+    finally:
+        (LAKEHOUSE / "state.json").write_text(json.dumps(state))
+        spark.stop()
+    return body
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--setting", action="append", default=[], help="KEY=VALUE, added to the session's")
+    parser.add_argument("--label", default="")
+    args = parser.parse_args()
+    settings = dict(item.split("=", 1) for item in args.setting)
+    title = "A refresh cycle's JVM CPU by thread" + (f" ({args.label})" if args.label else "")
+    append_section(RESULTS, title, run(settings), heading="# Which JVM threads spend a refresh cycle's CPU\n")
+
+
+if __name__ == "__main__":
+    main()
