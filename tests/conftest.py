@@ -8,10 +8,14 @@ import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ingest.core.settings.endpoints import Endpoints
+
+if TYPE_CHECKING:
+    from gamelake_dev.localstack.object_store import LocalS3
 
 if os.environ.get("GAMELAKE_HIDE_RUST_RENDERER"):
     # As where `make setup` found no cargo: importing the Rust renderer's extension fails.
@@ -45,6 +49,23 @@ def stack() -> Iterator[Stack]:
         yield Stack(ports.bootstrap_servers, ports.registry_url)
     finally:
         for server in reversed(started):
+            process.stop(server)
+
+
+@pytest.fixture(scope="session")
+def local_s3(stack: Stack) -> Iterator[LocalS3]:
+    """The local S3 server (S3Proxy), with the stack or started for the session on its own."""
+    from gamelake_dev.localstack import process
+    from gamelake_dev.localstack.object_store import s3_server
+    from gamelake_dev.localstack.stack import S3_DIR, StackPorts
+
+    ports = StackPorts.from_env()
+    server = s3_server(S3_DIR, ports.s3)
+    started = process.start(server)
+    try:
+        yield ports.object_store
+    finally:
+        if started:
             process.stop(server)
 
 

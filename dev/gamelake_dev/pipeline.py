@@ -78,7 +78,7 @@ def show_arrivals(endpoints: Endpoints) -> None:
 def main() -> int:
     endpoints = Endpoints.from_env()
     try:
-        _step("local stack: Kafka + Schema Registry", lambda: _ingest("stack", "up"))
+        _step("local stack: Kafka, Schema Registry, S3 server", lambda: _ingest("stack", "up"))
         _step(
             f"produce {DEMO_EVENTS} events (schema v1, v2, v3 mixed)",
             lambda: _ingest("produce", "--count", str(DEMO_EVENTS), "--seed", "42", "--versions", "1,2,3"),

@@ -10,6 +10,7 @@ from confluent_kafka.admin import AdminClient
 from gamelake_dev.localstack import process
 from gamelake_dev.localstack.apicurio import confluent_url, registry
 from gamelake_dev.localstack.kafka import broker
+from gamelake_dev.localstack.object_store import answers, client, local_s3, s3_server
 from gamelake_dev.localstack.stack import StackPorts, describe, up
 
 from ingest.core.errors import StackError
@@ -50,7 +51,44 @@ def test_up_is_idempotent_on_a_running_stack(stack, capsys, monkeypatch):
     up(ports)
     out = capsys.readouterr().out
     assert "kafka: already running" in out and "schema-registry: already running" in out
+    assert "s3: already running" in out
     assert describe(ports) is True
+
+
+def test_private_s3_server_serves_its_bucket_keeps_its_secret_and_stops_leaving_nothing(tmp_path):
+    port = free_port()
+    server = s3_server(tmp_path / "s3", port)
+    where = local_s3(tmp_path / "s3", port)
+    try:
+        assert process.start(server) is True
+        s3 = client(where)
+        s3.put_object(Bucket=where.bucket, Key="probe/hello.txt", Body=b"hello")
+        assert s3.get_object(Bucket=where.bucket, Key="probe/hello.txt")["Body"].read() == b"hello"
+        assert (tmp_path / "s3" / "data" / where.bucket / "probe" / "hello.txt").read_bytes() == b"hello"
+        secret = where.credentials().secret_access_key
+        assert secret not in " ".join(server.command), "the secret stays off the command line"
+        assert secret not in server.log_file.read_text()
+        assert secret not in repr(where.credentials())
+        for private in (where.credentials_file, where.config_file, tmp_path / "s3" / "s3proxy.conf"):
+            assert private.stat().st_mode & 0o077 == 0, f"{private} is readable by others"
+    finally:
+        pid = server.pid()
+        process.stop(server)
+    assert pid is not None and not process._alive(pid)
+    assert process.port_is_free(port)
+    assert answers(where) is False
+
+
+def test_s3_server_refuses_a_request_signed_with_the_wrong_secret(local_s3, tmp_path):
+    import botocore.exceptions
+    from gamelake_dev.localstack.object_store import LocalS3
+
+    wrong = tmp_path / "credentials"
+    key = local_s3.credentials().access_key_id
+    wrong.write_text(f"[gamelake-local]\naws_access_key_id = {key}\naws_secret_access_key = not-the-secret\n")
+    impostor = client(LocalS3(local_s3.endpoint_url, wrong, local_s3.config_file))
+    with pytest.raises(botocore.exceptions.ClientError, match=r"SignatureDoesNotMatch|AccessDenied"):
+        impostor.list_objects_v2(Bucket=local_s3.bucket)
 
 
 def test_busy_port_is_named_before_anything_starts(tmp_path):

@@ -17,10 +17,12 @@ from ingest.core.spark.jvm import DELTA_JARS_DIR, DELTA_VERSION, SPARK_BINARY_VE
 
 KAFKA_VERSION = "4.3.1"
 APICURIO_VERSION = "3.3.3"
+S3PROXY_VERSION = "4.1.0"
 
 POM_DIR = PROJECT_DIR / "stack" / "maven"
 KAFKA_LIBS = JVM_DIR / f"kafka-{KAFKA_VERSION}" / "libs"
 APICURIO_HOME = JVM_DIR / f"apicurio-registry-{APICURIO_VERSION}"
+S3PROXY_JAR = JVM_DIR / f"s3proxy-{S3PROXY_VERSION}.jar"
 
 
 def _mvn(args: list[str], cwd: Path, what: str) -> None:
@@ -89,10 +91,27 @@ def _fetch_apicurio() -> None:
     archive.unlink()
 
 
+def _fetch_s3proxy() -> None:
+    if S3PROXY_JAR.is_file():
+        return
+    download = JVM_DIR / "download"
+    _mvn(
+        [
+            "dependency:copy",
+            f"-Dartifact=org.gaul:s3proxy:{S3PROXY_VERSION}:jar:jar-with-dependencies",
+            f"-DoutputDirectory={download}",
+        ],
+        POM_DIR,
+        f"S3Proxy {S3PROXY_VERSION}",
+    )
+    (download / f"s3proxy-{S3PROXY_VERSION}-jar-with-dependencies.jar").rename(S3PROXY_JAR)
+
+
 def fetch_all() -> None:
     """Make sure every JVM artifact is in .cache/jvm. Idempotent."""
     JVM_DIR.mkdir(parents=True, exist_ok=True)
     _fetch_kafka()
     _fetch_delta()
     _fetch_apicurio()
-    print(f"jvm: Kafka, Apicurio Registry and Delta jars are in {JVM_DIR}")
+    _fetch_s3proxy()
+    print(f"jvm: Kafka, Apicurio Registry, S3Proxy and Delta jars are in {JVM_DIR}")

@@ -9,8 +9,11 @@ from pathlib import Path
 from gamelake_dev.localstack import process
 from gamelake_dev.localstack.apicurio import confluent_url, registry
 from gamelake_dev.localstack.kafka import broker
+from gamelake_dev.localstack.object_store import LocalS3, local_s3, s3_server
 from ingest.core.errors import ConfigError
 from ingest.core.settings.paths import STACK_DIR
+
+S3_DIR = STACK_DIR / "s3"
 
 PORT_VARIABLES = {
     "KAFKA_PORT": 9092,
@@ -18,6 +21,7 @@ PORT_VARIABLES = {
     "KAFKA_SASL_SSL_PORT": 9094,
     "SCHEMA_REGISTRY_PORT": 8081,
     "SCHEMA_REGISTRY_MANAGEMENT_PORT": 9081,
+    "S3_PORT": 9190,
 }
 
 
@@ -28,6 +32,7 @@ class StackPorts:
     kafka_sasl_ssl: int
     registry: int
     registry_management: int
+    s3: int
 
     @classmethod
     def from_env(cls) -> StackPorts:
@@ -51,6 +56,10 @@ class StackPorts:
     def registry_url(self) -> str:
         return confluent_url(self.registry)
 
+    @property
+    def object_store(self) -> LocalS3:
+        return local_s3(S3_DIR, self.s3)
+
 
 def _port(name: str, default: int) -> int:
     raw = os.environ.get(name, str(default))
@@ -63,6 +72,7 @@ def servers(ports: StackPorts) -> list[process.Server]:
     return [
         broker(STACK_DIR / "kafka", ports.kafka, ports.kafka_controller, ports.kafka_sasl_ssl),
         registry(STACK_DIR / "schema-registry", ports.registry, ports.registry_management),
+        s3_server(S3_DIR, ports.s3),
     ]
 
 
@@ -87,7 +97,12 @@ def down(ports: StackPorts) -> None:
 def describe(ports: StackPorts) -> bool:
     """Print where each server listens and its logs. Returns True when all are healthy."""
     all_ok = True
-    endpoints = {"kafka": ports.bootstrap_servers, "schema-registry": ports.registry_url}
+    s3 = ports.object_store
+    endpoints = {
+        "kafka": ports.bootstrap_servers,
+        "schema-registry": ports.registry_url,
+        "s3": f"{s3.endpoint_url} bucket {s3.bucket}",
+    }
     for server in servers(ports):
         pid = server.pid()
         ok = pid is not None and server.healthy()
@@ -100,4 +115,6 @@ def describe(ports: StackPorts) -> bool:
     )
     print(f"  export KAFKA_BOOTSTRAP_SERVERS={ports.bootstrap_servers}")
     print(f"  export SCHEMA_REGISTRY_URL={ports.registry_url}")
+    for name, value in s3.client_environment().items():
+        print(f"  export {name}={value}")
     return all_ok

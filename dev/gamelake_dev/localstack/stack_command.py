@@ -1,4 +1,4 @@
-"""``ingest stack up|down|status|add-user``: the local Kafka + Schema Registry."""
+"""``ingest stack up|down|status|add-user``: the local Kafka, Schema Registry and S3 server."""
 
 from __future__ import annotations
 
@@ -47,31 +47,33 @@ def _add_user(args: argparse.Namespace) -> int:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "stack",
-        help="start, stop or show the local Kafka + Schema Registry; add a SASL user",
+        help="start, stop or show the local Kafka, Schema Registry and S3 server; add a SASL user",
         description="The local stack on loopback (GAMELAKE_BIND_HOST moves it). Ports: KAFKA_PORT (9092), "
         "KAFKA_CONTROLLER_PORT (9093), KAFKA_SASL_SSL_PORT (9094), SCHEMA_REGISTRY_PORT (8081), "
-        "SCHEMA_REGISTRY_MANAGEMENT_PORT (9081). `ingest stack ACTION --help` describes each action.",
+        "SCHEMA_REGISTRY_MANAGEMENT_PORT (9081), S3_PORT (9190). `ingest stack ACTION --help` describes each "
+        "action.",
     )
     actions = parser.add_subparsers(dest="verb", required=True, metavar="{up,down,status,add-user}")
     up = actions.add_parser(
         "up",
-        help="start Kafka and the registry, or leave them running (idempotent)",
-        description="Start the Kafka broker (KRaft) and the schema registry unless they already run, "
-        "wait until both answer, and print where they listen and where their logs are.",
+        help="start Kafka, the registry and the S3 server, or leave them running (idempotent)",
+        description="Start the Kafka broker (KRaft), the schema registry and the S3 server (S3Proxy, "
+        "bucket gamelake) unless they already run, wait until all answer, and print where they listen, "
+        "where their logs are, and the AWS variables that point a client at the S3 server.",
     )
     up.set_defaults(handler=_up)
     down = actions.add_parser(
         "down",
-        help="stop Kafka and the registry (idempotent); their data stays",
-        description="Stop the registry and the broker if they run. Their data under .stack/ stays, so "
-        "topics and schema ids survive the next `ingest stack up`.",
+        help="stop Kafka, the registry and the S3 server (idempotent); their data stays",
+        description="Stop the S3 server, the registry and the broker if they run. Their data under .stack/ "
+        "stays, so topics, schema ids and objects survive the next `ingest stack up`.",
     )
     down.set_defaults(handler=_down)
     status = actions.add_parser(
         "status",
-        help="show whether Kafka and the registry run and are healthy; exit 1 if not",
-        description="Print whether the broker and the registry run and answer, with their addresses and "
-        "log files. Exit code 1 unless both are healthy.",
+        help="show whether Kafka, the registry and the S3 server run and are healthy; exit 1 if not",
+        description="Print whether the broker, the registry and the S3 server run and answer, with their "
+        "addresses and log files. Exit code 1 unless all are healthy.",
     )
     status.set_defaults(handler=_status)
     add_user = actions.add_parser(

@@ -1,0 +1,113 @@
+"""The local S3 server and Delta commits on it: what makes a commit on object storage safe.
+
+A Delta version is created once. On S3 that needs put-if-absent (``If-None-Match: *``), so these
+tests check it on the real server first, then delta-rs's commits through it from two processes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import botocore.exceptions
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from gamelake_dev.localstack.object_store import client
+
+from ingest.core.settings.object_storage import s3_access
+from ingest.core.settings.paths import PROJECT_DIR
+
+pytestmark = pytest.mark.integration
+
+RACERS = 6
+
+
+def _put_if_absent(s3, bucket: str, key: str, body: bytes) -> bool:
+    """True when this put created the key; False when the server refused it with 412."""
+    try:
+        s3.put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*")
+    except botocore.exceptions.ClientError as err:
+        assert err.response["ResponseMetadata"]["HTTPStatusCode"] == 412, err.response
+        return False
+    return True
+
+
+def test_racing_put_if_absent_calls_on_one_key_let_exactly_one_win(local_s3):
+    s3 = client(local_s3)
+    prefix = f"race-{uuid.uuid4().hex[:8]}"
+    for round_ in range(25):
+        key = f"{prefix}/{round_:05d}.json"
+        start = threading.Barrier(RACERS)
+
+        def race(racer: int, key: str = key, start: threading.Barrier = start) -> bool:
+            start.wait()
+            return _put_if_absent(s3, local_s3.bucket, key, f"racer {racer}".encode() * 4096)
+
+        with ThreadPoolExecutor(RACERS) as pool:
+            won = list(pool.map(race, range(RACERS)))
+        assert won.count(True) == 1, f"round {round_}: {won}"
+        kept = s3.get_object(Bucket=local_s3.bucket, Key=key)["Body"].read()
+        assert kept == f"racer {won.index(True)}".encode() * 4096, "the object is the winner's, whole"
+
+
+def test_put_if_absent_on_an_existing_key_is_refused_and_the_object_stays(local_s3):
+    s3 = client(local_s3)
+    key = f"exists-{uuid.uuid4().hex[:8]}/00000.json"
+    assert _put_if_absent(s3, local_s3.bucket, key, b"first") is True
+    assert _put_if_absent(s3, local_s3.bucket, key, b"second") is False
+    assert s3.get_object(Bucket=local_s3.bucket, Key=key)["Body"].read() == b"first"
+
+
+@pytest.fixture
+def s3_options(local_s3, monkeypatch) -> dict[str, str]:
+    """delta-rs options from the local server's standard AWS variables, and no other AWS_ ones."""
+    for name in [name for name in os.environ if name.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    for name, value in local_s3.client_environment().items():
+        monkeypatch.setenv(name, value)
+    return s3_access(f"s3://{local_s3.bucket}").delta_rs_options()
+
+
+def test_delta_rs_appends_from_two_processes_to_one_table_on_s3_lose_and_repeat_nothing(local_s3, s3_options):
+    uri = f"s3://{local_s3.bucket}/race-{uuid.uuid4().hex[:8]}/events"
+    per_writer = 20
+    schema = pa.schema([("writer", pa.string()), ("index", pa.int64())])
+    DeltaTable.create(uri, schema, storage_options=s3_options)  # as the ingest makes its tables first
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.integration.s3_appender", uri, name, str(per_writer)],
+            env=dict(os.environ),  # the AWS variables of s3_options, as an operator sets them
+            cwd=PROJECT_DIR,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("a", "b")
+    ]
+    for writer in writers:
+        _, err = writer.communicate(timeout=300)
+        assert writer.returncode == 0, err
+
+    table = DeltaTable(uri, storage_options=s3_options)
+    assert table.version() == 2 * per_writer, "one version per append, none overwritten"
+    rows = table.to_pyarrow_table().to_pylist()
+    assert sorted((r["writer"], r["index"]) for r in rows) == sorted(
+        (name, index) for name in ("a", "b") for index in range(per_writer)
+    )
+    history = table.history()
+    assert sorted(entry["operation"] for entry in history) == ["CREATE TABLE"] + ["WRITE"] * 2 * per_writer
+
+
+def test_a_delta_rs_commit_without_conditional_put_is_refused_not_made_unsafely(local_s3, s3_options):
+    uri = f"s3://{local_s3.bucket}/unsafe-{uuid.uuid4().hex[:8]}/events"
+    options = {**s3_options, "conditional_put": "disabled"}
+    with pytest.raises(OSError, match="PutMode::Create"):
+        write_deltalake(uri, pa.table({"a": [1]}), storage_options=options)
+    listed = client(local_s3).list_objects_v2(Bucket=local_s3.bucket, Prefix=uri.split("/", 3)[3])
+    assert not [o["Key"] for o in listed.get("Contents", []) if "_delta_log/" in o["Key"]], (
+        "no version written"
+    )
