@@ -24,6 +24,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,6 +36,7 @@ from gamelake_dev.producer.datagen import EventGenerator
 from gamelake_dev.producer.publish import ensure_topic, register_versions, schema_id_of
 
 from ingest.core.settings.endpoints import Endpoints
+from ingest.core.settings.object_storage import s3_access
 from ingest.core.settings.paths import PROJECT_DIR
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "ingest.md"
@@ -97,6 +99,29 @@ def _produce(
     producer.flush(120)
 
 
+@dataclass(frozen=True)
+class Lakehouse:
+    """Where a run lands: a fresh local folder, or (with ``uri``) a fresh prefix on S3."""
+
+    warehouse: Path
+    uri: str | None = None
+
+    @classmethod
+    def fresh(cls, s3_bucket: str | None = None) -> Lakehouse:
+        warehouse = Path(tempfile.mkdtemp(prefix="gamelake-bench-"))
+        uri = f"s3://{s3_bucket}/bench-{uuid.uuid4().hex[:8]}" if s3_bucket else None
+        return cls(warehouse, uri)
+
+    def settings(self) -> dict[str, object]:
+        return {"warehouse_uri": self.uri} if self.uri else {}
+
+    def table(self, name: str) -> DeltaTable:
+        if self.uri is None:
+            return DeltaTable(str(self.warehouse / "bronze" / name))
+        options = s3_access(self.uri).delta_rs_options()
+        return DeltaTable(f"{self.uri}/bronze/{name}", storage_options=options)
+
+
 def _env(endpoints: Endpoints, warehouse: Path, **settings: object) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GAMELAKE_INGEST_")}
     env.update(
@@ -128,22 +153,27 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def _event_log(warehouse: Path) -> pa.Table:
-    return DeltaTable(str(warehouse / "bronze" / "ingest_event_log")).to_pyarrow_table()
-
-
-def throughput(endpoints: Endpoints, events: int, instances: int, flush_rows: int) -> dict[str, object]:
+def throughput(
+    endpoints: Endpoints, events: int, instances: int, flush_rows: int, lake: Lakehouse | None = None
+) -> dict[str, object]:
     ensure_topic(endpoints, 6)
     _produce(endpoints, _cycled(_payload_pool(endpoints)), events, rate=None)
-    warehouse = Path(tempfile.mkdtemp(prefix="gamelake-bench-"))
-    env = _env(endpoints, warehouse, flush_rows=flush_rows, flush_interval_s=5, compact_every_commits=0)
+    lake = lake or Lakehouse.fresh()
+    env = _env(
+        endpoints,
+        lake.warehouse,
+        flush_rows=flush_rows,
+        flush_interval_s=5,
+        compact_every_commits=0,
+        **lake.settings(),
+    )
     load_before = _load()
     cpu_before = _children_cpu_s()
     procs = [_service(env, "--until-caught-up") for _ in range(instances)]
     codes = [p.wait() for p in procs]
     cpu_s = _children_cpu_s() - cpu_before  # the ingest processes' user+system time, startup included
     assert codes == [0] * instances, codes
-    log = _event_log(warehouse)
+    log = lake.table("ingest_event_log").to_pyarrow_table()
     commits = log.filter(pc.equal(log["kind"], "commit"))
     assigned = log.filter(pc.equal(log["kind"], "assigned"))
     rows = pc.sum(commits["rows"]).as_py()
@@ -156,7 +186,7 @@ def throughput(endpoints: Endpoints, events: int, instances: int, flush_rows: in
     steady = commits.filter(pc.greater(commits["logged_at"], pa.scalar(split_at, commits["logged_at"].type)))
     steady_rows = pc.sum(steady["rows"]).as_py() or 0
     steady_span = (last_commit - split_at).total_seconds()
-    landed = DeltaTable(str(warehouse / "bronze" / "game_events")).count()
+    landed = lake.table("game_events").count()
     assert rows == landed == events, (rows, landed, events)
     return {
         "events": events,
@@ -176,13 +206,18 @@ def throughput(endpoints: Endpoints, events: int, instances: int, flush_rows: in
 
 
 def freshness(
-    endpoints: Endpoints, rate: float, seconds: float, flush_interval_s: float
+    endpoints: Endpoints, rate: float, seconds: float, flush_interval_s: float, lake: Lakehouse | None = None
 ) -> dict[str, object]:
     ensure_topic(endpoints, 6)
     pool = _payload_pool(endpoints)
-    warehouse = Path(tempfile.mkdtemp(prefix="gamelake-bench-"))
+    lake = lake or Lakehouse.fresh()
     env = _env(
-        endpoints, warehouse, flush_interval_s=flush_interval_s, flush_rows=100_000, compact_every_commits=0
+        endpoints,
+        lake.warehouse,
+        flush_interval_s=flush_interval_s,
+        flush_rows=100_000,
+        compact_every_commits=0,
+        **lake.settings(),
     )
     load_before = _load()
     proc = _service(env)
@@ -191,9 +226,9 @@ def freshness(
     time.sleep(3 * flush_interval_s + 2)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
-    log = _event_log(warehouse)
+    log = lake.table("ingest_event_log").to_pyarrow_table()
     commits = log.filter(pc.equal(log["kind"], "commit")).to_pylist()
-    bronze = DeltaTable(str(warehouse / "bronze" / "game_events")).to_pyarrow_table(
+    bronze = lake.table("game_events").to_pyarrow_table(
         columns=["_kafka_partition", "_kafka_offset", "_kafka_timestamp"]
     )
     visible: dict[tuple[int, int], dt.datetime] = {}
@@ -217,6 +252,7 @@ def freshness(
         "p50_s": round(latencies[n // 2], 3),
         "p99_s": round(latencies[int(n * 0.99)], 3),
         "max_s": round(latencies[-1], 3),
+        "commits": len(commits),
         "flush_interval_s": flush_interval_s,
         "load_avg_1m_before_after": [load_before, _load()],
     }

@@ -105,6 +105,12 @@ class IngestSettings(BaseSettings):
     warehouse_dir: Path = Field(
         WAREHOUSE_DIR, description="Root of the lakehouse; tables live under bronze/."
     )
+    warehouse_uri: str | None = Field(
+        None,
+        description="s3://bucket/prefix: the landing tables (bronze, dead letters, event log) on S3 "
+        "under <uri>/bronze/, in place of warehouse_dir; credentials and endpoint from the standard AWS "
+        "settings. `ingest run` only, so far.",
+    )
     dbt_warehouse_dir: Path | None = Field(
         None,
         description="Where dbt's Spark keeps silver and gold (spark.sql.warehouse.dir): "
@@ -230,6 +236,13 @@ class IngestSettings(BaseSettings):
         """Kafka's and librdkafka's docs write SASL_SSL; any case is accepted."""
         return value.lower() if isinstance(value, str) else value
 
+    @field_validator("warehouse_uri")
+    @classmethod
+    def _s3_uri(cls, uri: str | None) -> str | None:
+        if uri is not None and not re.fullmatch(r"s3a?://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/[^\s]*)?", uri):
+            raise ValueError(f"{uri!r} is not an S3 location: write s3://bucket/prefix")
+        return uri
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_case(cls, value: Any) -> Any:
@@ -273,15 +286,30 @@ class IngestSettings(BaseSettings):
 
     @property
     def bronze_path(self) -> Path:
-        return self.warehouse_dir / "bronze" / "game_events"
+        return self._local_landing("game_events")
 
     @property
     def dead_letters_path(self) -> Path:
-        return self.warehouse_dir / "bronze" / "dead_letters"
+        return self._local_landing("dead_letters")
 
     @property
     def event_log_path(self) -> Path:
-        return self.warehouse_dir / "bronze" / "ingest_event_log"
+        return self._local_landing("ingest_event_log")
+
+    def landing_table(self, name: str) -> Path | str:
+        """A landing table's folder, or its ``s3://`` URI when ``warehouse_uri`` is set."""
+        if self.warehouse_uri is not None:
+            return f"{self.warehouse_uri.rstrip('/')}/bronze/{name}"
+        return self.warehouse_dir / "bronze" / name
+
+    def _local_landing(self, name: str) -> Path:
+        """For the commands that read local tables only: a clear refusal when they are on S3."""
+        if self.warehouse_uri is not None:
+            raise ConfigError(
+                f"the landing tables are on object storage ({self.warehouse_uri}), which only `ingest run` "
+                "reaches so far: unset warehouse_uri (GAMELAKE_INGEST_WAREHOUSE_URI) for this command"
+            )
+        return self.warehouse_dir / "bronze" / name
 
     @property
     def dbt_tables_dir(self) -> Path:

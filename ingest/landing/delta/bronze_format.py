@@ -22,7 +22,7 @@ class JsonEraBronzeError(ConfigError):
     """Bronze holds JSON text from before native types: migrate it first."""
 
 
-def refuse_json_era(path: Path, configuration: dict[str, str], field_columns: list[str]) -> None:
+def refuse_json_era(path: Path | str, configuration: dict[str, str], field_columns: list[str]) -> None:
     """JsonEraBronzeError, in one line naming the migration, unless bronze has native types."""
     listed = configuration.get(JSON_ERA_COLUMNS)
     if listed is None and field_columns:

@@ -3,13 +3,13 @@
 The state (``LogState``) is read from ``_delta_log`` without the table's files. On a local disk
 the next version is a blind append written by ``LocalDeltaLog``; schema and property changes,
 and commits to a table with features a blind append does not honour, go through a delta-rs
-handle, held only while it is needed.
+handle, held only while it is needed. On object storage every commit goes through delta-rs,
+which creates the version's file with a conditional put (``If-None-Match: *``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction
 from deltalake.exceptions import CommitFailedError
@@ -18,18 +18,24 @@ from deltalake.transaction import AddAction
 from ingest.landing.decode.bronze_columns import PARTITION_COLUMN
 from ingest.landing.delta.local_delta_log import LocalDeltaLog, why_not
 from ingest.landing.delta.log_state import LogState
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.table_properties import with_properties
+
+_OBJECT_STORAGE = "object storage: delta-rs commits each version with a conditional put"
 
 
 class BronzeLog:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.delta_log = LocalDeltaLog(path)
+    def __init__(self, location: TableLocation) -> None:
+        self.location = location
+        self.path = location.uri
+        self.delta_log = LocalDeltaLog(location.local_path) if location.is_local else None
         self._handle: DeltaTable | None = None  # held only while commits go through delta-rs
-        self.state = LogState.load(path)
+        self.state = LogState.load(location)
         self.not_blind = self._why_not_blind()
 
     def _why_not_blind(self) -> str | None:
+        if self.delta_log is None:
+            return _OBJECT_STORAGE
         return why_not(self.state) or self.delta_log.refused
 
     def latest(self) -> LogState:
@@ -40,7 +46,7 @@ class BronzeLog:
         blind append can take a cleaned-up version's name."""
         moved = self.state.advance()
         if self.state.behind_checkpoint():
-            self.state = LogState.load(self.path)
+            self.state = LogState.load(self.location)
         elif not moved:
             return self.state
         self.not_blind = self._why_not_blind()
@@ -51,7 +57,7 @@ class BronzeLog:
         property changes, and commits to a table with features a blind append does not honour.
         It holds the table's files, so a blind append lets it go (``commit_next``)."""
         if self._handle is None:
-            self._handle = DeltaTable(str(self.path))
+            self._handle = self.location.delta_table()
         else:
             self._handle.update_incremental()
         return self._handle
@@ -67,7 +73,7 @@ class BronzeLog:
     ) -> int | None:
         """Commit as the version after the newest we know; None when another writer took it."""
         version = self.state.version + 1
-        if self.not_blind is None:
+        if self.not_blind is None and self.delta_log is not None:
             self._handle = None
             if self.delta_log.append(version, adds, txns, metadata, [PARTITION_COLUMN]):
                 self.state.committed(version, {t.app_id: t.version for t in txns})

@@ -49,7 +49,8 @@ from ingest.landing.delta.fences import Fence, FencedError, Landing
 from ingest.landing.delta.local_delta_log import LocalDeltaLog
 from ingest.landing.delta.log_state import LogState
 from ingest.landing.delta.schema_evolution import add_fields, field_column_names, known_columns
-from ingest.landing.delta.tables import ensure_table, usable_folder, write_part
+from ingest.landing.delta.table_location import TableLocation
+from ingest.landing.delta.tables import as_location, ensure_table, usable_folder, write_part
 from ingest.landing.records import FieldNumbers, TopicPartition, txn_app_id
 
 # The service's upkeep child checkpoints bronze and cleans its log (ingest/landing/upkeep/table_upkeep.py), so
@@ -61,16 +62,17 @@ _COMMIT_ATTEMPTS = 20
 
 
 class BronzeWriter:
-    def __init__(self, path: Path, app_id: str) -> None:
-        self.path = path
+    def __init__(self, place: Path | TableLocation, app_id: str) -> None:
+        self.location = as_location(place)
+        self.path = self.location.uri
         self.app_id = app_id
-        usable_folder(path, "game_events")
-        if not DeltaTable.is_deltatable(str(path)):
+        usable_folder(self.location, "game_events")
+        if not self.location.is_delta_table():
             base = pa.schema([*KAFKA_COLUMNS, pa.field(PARTITION_COLUMN, pa.date32())])
-            ensure_table(path, base, [PARTITION_COLUMN], "game_events", CHANGE_DATA_FEED)
-        self.log = BronzeLog(path)
+            ensure_table(self.location, base, [PARTITION_COLUMN], "game_events", CHANGE_DATA_FEED)
+        self.log = BronzeLog(self.location)
         # Before any commit: a refused bronze is left as it was.
-        refuse_json_era(path, self.state.configuration, field_column_names(self.state.arrow_schema()))
+        refuse_json_era(self.path, self.state.configuration, field_column_names(self.state.arrow_schema()))
         # Not TABLE_CONFIGURATION: the upkeep sets the log retention the settings ask for.
         self.log.set_properties(CHANGE_DATA_FEED)
         # A bronze created before a service column existed (``_message_type``) gets it now,
@@ -83,12 +85,13 @@ class BronzeWriter:
         return self.log.state
 
     @property
-    def delta_log(self) -> LocalDeltaLog:
+    def delta_log(self) -> LocalDeltaLog | None:
+        """The blind-append log of a local bronze; None on object storage."""
         return self.log.delta_log
 
     def snapshot(self) -> DeltaTable:
         """The table at the newest version this writer knows, which ``commit`` follows."""
-        return DeltaTable(str(self.path), version=self.log.latest().version)
+        return self.location.delta_table(version=self.log.latest().version)
 
     def columns(self) -> KnownColumns:
         """The columns bronze has now, and the field numbers of each message type it landed."""
@@ -114,7 +117,7 @@ class BronzeWriter:
         now_ms = now_us // 1000
         for date, part in _split_by(data, dates):
             value = date.isoformat() if date is not None else None
-            adds.append(write_part(self.path, value, part, now_ms))
+            adds.append(write_part(self.location, value, part, now_ms))
         hooks.reach("files_written")
         return adds
 

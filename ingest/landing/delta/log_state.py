@@ -20,6 +20,8 @@ import pyarrow.parquet as pq
 from deltalake import Schema
 
 from ingest.core.errors import IngestError
+from ingest.landing.delta.log_folder import LogFolder, log_folder
+from ingest.landing.delta.table_location import TableLocation
 
 _WANTED = ("txn", "metaData", "protocol")
 _WANTED_PREFIXES = tuple(f'{{"{action}"' for action in _WANTED)
@@ -40,20 +42,20 @@ class Protocol:
 class LogState:
     """A table's protocol, metadata and app transactions at ``version``."""
 
-    folder: Path
+    folder: LogFolder
     version: int = -1
     protocol: Protocol = Protocol(0, None)
     configuration: dict[str, str] = field(default_factory=dict)
     schema_string: str = ""
     txns: dict[str, int] = field(default_factory=dict)
     # ``_last_checkpoint``'s identity (inode, size, mtime) and the version it named: read again
-    # only when it changes, so the check before each batch costs a ``stat``.
-    _pointer: tuple[tuple[int, int, int], int] | None = field(default=None, repr=False)
+    # only when it changes, so the check before each batch costs a ``stat`` (a HEAD on S3).
+    _pointer: tuple[tuple[int, ...], int] | None = field(default=None, repr=False)
 
     @classmethod
-    def load(cls, table_root: Path) -> LogState:
+    def load(cls, table_root: Path | TableLocation) -> LogState:
         """The state at the newest version: the newest checkpoint, then every commit after it."""
-        state = cls(table_root / "_delta_log")
+        state = cls(log_folder(table_root))
         checkpoint = state._checkpoint_version()
         if checkpoint is not None:
             state._read_checkpoint(checkpoint)
@@ -82,36 +84,35 @@ class LogState:
         newest = self._checkpoint_version()
         if newest is None or newest <= self.version:
             return False
-        return not self._commit_file(self.version + 1).exists()
+        return not self.folder.exists(commit_name(self.version + 1))
 
     def arrow_schema(self) -> pa.Schema:
         return _arrow_schema(self.schema_string)
 
-    def _commit_file(self, version: int) -> Path:
-        return commit_path(self.folder, version)
-
     def _checkpoint_version(self) -> int | None:
-        path = self.folder / "_last_checkpoint"
+        name = "_last_checkpoint"
         try:
-            stat = path.stat()
-            identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            identity = self.folder.identity(name)
+            if identity is None:
+                return None
             if self._pointer is not None and self._pointer[0] == identity:
                 return self._pointer[1]
-            pointer = json.loads(path.read_text())
-        except FileNotFoundError:
-            return None
+            text = self.folder.read_text(name)
+            if text is None:
+                return None
+            pointer = json.loads(text)
         except (OSError, ValueError) as err:
-            raise UnreadableLogError(f"cannot read {path}: {err}") from None
+            raise UnreadableLogError(f"cannot read {self.folder}/{name}: {err}") from None
         if "v2Checkpoint" in pointer:
             raise UnreadableLogError(f"{self.folder} has a V2 checkpoint, which this writer does not read")
         self._pointer = (identity, int(pointer["version"]))
         return self._pointer[1]
 
-    def _checkpoint_files(self, version: int) -> list[Path]:
-        single = self.folder / f"{version:020d}.checkpoint.parquet"
-        if single.exists():
+    def _checkpoint_files(self, version: int) -> list[str]:
+        single = f"{version:020d}.checkpoint.parquet"
+        if self.folder.exists(single):
             return [single]
-        parts = sorted(self.folder.glob(f"{version:020d}.checkpoint.*.*.parquet"))
+        parts = self.folder.matching(f"{version:020d}.checkpoint.*.*.parquet")
         if not parts:
             raise UnreadableLogError(
                 f"{self.folder}: _last_checkpoint names version {version}, which has no checkpoint"
@@ -119,10 +120,10 @@ class LogState:
         return parts
 
     def _read_checkpoint(self, version: int) -> None:
-        for path in self._checkpoint_files(version):
+        for name in self._checkpoint_files(version):
             # In batches, on this thread: a whole-file read of three columns of a checkpoint with
             # 100,000 tombstones left the process 70 MB larger; batches leave it 10 MB larger.
-            parquet = pq.ParquetFile(path)
+            parquet = pq.ParquetFile(self.folder.open(name))
             for rows in parquet.iter_batches(_CHECKPOINT_BATCH, columns=list(_WANTED), use_threads=False):
                 for action in _WANTED:
                     column = rows.column(action)
@@ -131,9 +132,8 @@ class LogState:
         self.version = version
 
     def _read_commit(self, version: int) -> bool:
-        try:
-            text = self._commit_file(version).read_text()
-        except FileNotFoundError:
+        text = self.folder.read_text(commit_name(version))
+        if text is None:
             return False
         for line in text.splitlines():
             stripped = line.lstrip()
@@ -158,9 +158,14 @@ class LogState:
             self.configuration = dict(_pairs(value.get("configuration")))
 
 
+def commit_name(version: int) -> str:
+    """The name of the commit file that made ``version``."""
+    return f"{version:020d}.json"
+
+
 def commit_path(log_folder: Path, version: int) -> Path:
-    """Where Delta keeps the commit that made ``version``."""
-    return log_folder / f"{version:020d}.json"
+    """Where Delta keeps the commit that made ``version`` on a local disk."""
+    return log_folder / commit_name(version)
 
 
 def _pairs(configuration: dict | list | None) -> list[tuple[str, str]]:

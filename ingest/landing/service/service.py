@@ -29,6 +29,7 @@ from ingest.landing.decode.decoder import Decoder
 from ingest.landing.decode.schema_registry import RegistryUnavailable, SchemaRegistryClient
 from ingest.landing.delta.bronze_writer import BronzeWriter
 from ingest.landing.delta.fences import FencedError
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.kafka.consumer import KafkaErrors, open_consumer
 from ingest.landing.kafka.expired_offsets import handle_expired_offset
 from ingest.landing.kafka.lag import measure_lag
@@ -42,7 +43,7 @@ from ingest.landing.service.lander import Lander, StaleBatchError
 from ingest.landing.service.progress import CatchUpProgress
 from ingest.landing.side_tables.dead_letters import make_sink
 from ingest.landing.side_tables.event_log import Event, EventLog
-from ingest.landing.upkeep.background import BackgroundUpkeep
+from ingest.landing.upkeep.background import BackgroundUpkeep, upkeep_every
 
 UPKEEP_WAIT_S = 60.0  # on stop: let a running upkeep finish and report
 
@@ -57,13 +58,14 @@ class Service:
         registry = SchemaRegistryClient(settings)
         registry.check()
         metrics.REGISTRY_UP.set(1)
-        writer = BronzeWriter(settings.bronze_path, settings.app_id)
-        self.event_log = EventLog(settings.event_log_path, self.instance_id, settings.event_log_flush_s)
+        writer = BronzeWriter(TableLocation.of(settings.landing_table("game_events")), settings.app_id)
+        event_log = TableLocation.of(settings.landing_table("ingest_event_log"))
+        self.event_log = EventLog(event_log, self.instance_id, settings.event_log_flush_s)
         decoder = Decoder(registry, settings.unknown_schema_retries, settings.registry_retry_backoff_s)
         self.lander = Lander(settings, writer, decoder, make_sink(settings), self.event_log, self.instance_id)
         self.upkeep = BackgroundUpkeep(
-            [settings.bronze_path, settings.dead_letters_path, settings.event_log_path],
-            settings.compact_every_commits,
+            [settings.landing_table(name) for name in ("game_events", "dead_letters", "ingest_event_log")],
+            upkeep_every(settings),
             settings.log_retention_hours,
             settings.vacuum_retention_hours,
         )

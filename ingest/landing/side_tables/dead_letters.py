@@ -25,6 +25,7 @@ from ingest.core.errors import IngestError
 from ingest.core.settings.ingest_settings import IngestSettings
 from ingest.core.settings.kafka_config import producer_config
 from ingest.landing.decode.bronze_columns import TIMESTAMP
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.tables import ensure_table
 from ingest.landing.records import DeadLetter, DecodedBatch, KafkaRecord, TopicPartition, txn_app_id
 
@@ -115,7 +116,7 @@ class DeadLetterSink(Protocol):
 class DeltaDeadLetters:
     """The ``bronze/dead_letters`` Delta table."""
 
-    def __init__(self, path: Path, app_id: str) -> None:
+    def __init__(self, path: Path | TableLocation, app_id: str) -> None:
         self.path = path
         self.app_id = f"{app_id}-dlq"
         self.table = ensure_table(path, DEAD_LETTER_SCHEMA, None, "dead_letters")
@@ -256,7 +257,7 @@ class TopicDeadLetters:
 def make_sink(settings: IngestSettings) -> DeadLetterSink:
     if settings.dead_letter_sink == "topic":
         return TopicDeadLetters(settings)
-    return DeltaDeadLetters(settings.dead_letters_path, settings.app_id)
+    return DeltaDeadLetters(TableLocation.of(settings.landing_table("dead_letters")), settings.app_id)
 
 
 def read_table(path: Path) -> pa.Table:

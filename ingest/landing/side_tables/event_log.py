@@ -23,6 +23,7 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 from ingest.landing.decode.bronze_columns import TIMESTAMP
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.tables import ensure_table
 
 PARTITION_RANGE = pa.struct(
@@ -74,7 +75,11 @@ class Event:
 
 class EventLog:
     def __init__(
-        self, path: Path, instance_id: str, flush_s: float = 0.0, clock: Callable[[], float] = time.monotonic
+        self,
+        path: Path | TableLocation,
+        instance_id: str,
+        flush_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
         self.instance_id = instance_id

@@ -1,0 +1,142 @@
+"""The ingest with its landing tables on S3 (the local S3Proxy): exactly once, across crashes and
+two instances, with every commit a conditional put."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import publish
+
+from ingest.core.settings.object_storage import s3_access
+from tests.integration.ingest_support import (
+    kafka_coordinates,
+    produce_raw,
+    run_service,
+    service_env,
+    start_service,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+GAMES = ["space_raiders", "kart_legends"]
+
+
+@pytest.fixture
+def on_s3(local_s3, monkeypatch):
+    """This process's AWS variables point at the local server (none others), as an operator's would."""
+    for name in [name for name in os.environ if name.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    for name, value in local_s3.client_environment().items():
+        monkeypatch.setenv(name, value)
+    return f"s3://{local_s3.bucket}/test-{uuid.uuid4().hex[:10]}"
+
+
+def _env(stack, topic, tmp_path, warehouse_uri: str, **settings: object) -> dict[str, str]:
+    # warehouse_dir stays a local folder: nothing may land there.
+    return service_env(stack, topic, tmp_path / "local", warehouse_uri=warehouse_uri, **settings)
+
+
+def _table(warehouse_uri: str, name: str) -> DeltaTable:
+    options = s3_access(warehouse_uri).delta_rs_options()
+    return DeltaTable(f"{warehouse_uri}/bronze/{name}", storage_options=options)
+
+
+def _landed(warehouse_uri: str) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for name in ("game_events", "dead_letters"):
+        try:
+            rows = _table(warehouse_uri, name).to_pyarrow_table(columns=["_kafka_partition", "_kafka_offset"])
+        except Exception:  # a table no run created (no dead letter yet)
+            continue
+        out += list(zip(rows["_kafka_partition"].to_pylist(), rows["_kafka_offset"].to_pylist(), strict=True))
+    return out
+
+
+def _assert_exactly_once(warehouse_uri: str, bootstrap: str, topic: str) -> None:
+    landed = _landed(warehouse_uri)
+    repeated = [c for c, n in Counter(landed).items() if n > 1]
+    assert not repeated, f"{len(repeated)} coordinates landed twice, e.g. {sorted(repeated)[:5]}"
+    assert set(landed) == kafka_coordinates(bootstrap, topic)
+
+
+def _publish(stack, topic: str, count: int, seed: int) -> list:
+    events = list(EventGenerator(GAMES, [1, 2, 3], seed=seed).events(count))
+    summary = publish(stack.endpoints(topic), iter(events), [1, 2, 3], partitions=4, progress=False)
+    assert summary.delivered == count
+    return events
+
+
+def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_topic, on_s3, tmp_path):
+    events = _publish(stack, fresh_topic, 3000, seed=11)
+    produce_raw(stack.bootstrap_servers, fresh_topic, [(b"k", b"not the wire format")] * 3)
+    log = tmp_path / "ingest.log"
+    env = _env(stack, fresh_topic, tmp_path, on_s3, flush_rows=700, compact_every_commits=5)
+    assert run_service(env, log=log) == 0, log.read_text()[-3000:]
+
+    bronze = _table(on_s3, "game_events")
+    rows = bronze.to_pyarrow_table(columns=["event_id", "_schema_id"])
+    assert sorted(rows["event_id"].to_pylist()) == sorted(e.event_id for e in events)
+    assert rows.schema.field("_schema_id").type == pa.int32()
+    letters = _table(on_s3, "dead_letters").to_pyarrow_table(columns=["value", "stage"]).to_pylist()
+    assert [letter["value"] for letter in letters] == [b"not the wire format"] * 3
+    assert _table(on_s3, "ingest_event_log").to_pyarrow_table(columns=["kind"]).num_rows >= 2
+    _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
+    assert not (tmp_path / "local" / "bronze").exists(), "nothing landed on the local disk"
+
+    events_logged = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    off = [e for e in events_logged if e.get("event") == "upkeep_off"]
+    assert off and "object storage" in off[0]["reason"], "the upkeep says why it does not run"
+
+    # A restart resumes from the offsets in bronze's commits on S3.
+    _publish(stack, fresh_topic, 1000, seed=12)
+    assert run_service(env, log=log) == 0, log.read_text()[-3000:]
+    _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
+
+
+def test_two_instances_on_s3_with_one_killed_mid_batch_land_every_record_once(
+    stack, fresh_topic, on_s3, tmp_path
+):
+    _publish(stack, fresh_topic, 6000, seed=21)
+    env = _env(stack, fresh_topic, tmp_path, on_s3, flush_rows=400)
+    doomed = start_service(env, hooks="kill@files_written:4", log=tmp_path / "doomed.log")
+    survivor = start_service(env, log=tmp_path / "survivor.log")
+    try:
+        assert doomed.wait(timeout=180) == -9, "killed at its 4th batch, after writing files on S3"
+        wait_until(lambda: len(set(_landed(on_s3))) >= 6000, 180, "the survivor to land the rest")
+    finally:
+        survivor.terminate()
+        survivor.wait(timeout=60)
+    _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
+    for log in ("doomed.log", "survivor.log"):
+        assert _commits(tmp_path / log), f"{log}: both instances committed to bronze on S3"
+
+
+def _commits(log) -> list[dict]:
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    return [line for line in lines if line.get("event") == "batch"]
+
+
+def test_status_refuses_a_warehouse_on_s3_naming_the_setting(stack, fresh_topic, on_s3, tmp_path):
+    import subprocess
+    import sys
+
+    from ingest.core.settings.paths import PROJECT_DIR
+
+    env = _env(stack, fresh_topic, tmp_path, on_s3)
+    done = subprocess.run(
+        [sys.executable, "-m", "ingest.cli", "status"],
+        env=env,
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert "GAMELAKE_INGEST_WAREHOUSE_URI" in done.stderr and "only `ingest run`" in done.stderr
