@@ -104,19 +104,32 @@ def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_t
 def test_two_instances_on_s3_with_one_killed_mid_batch_land_every_record_once(
     stack, fresh_topic, on_s3, tmp_path
 ):
-    _publish(stack, fresh_topic, 6000, seed=21)
+    _publish(stack, fresh_topic, 8, seed=20)  # the topic, with its 4 partitions
     env = _env(stack, fresh_topic, tmp_path, on_s3, flush_rows=400)
     doomed = start_service(env, hooks="kill@files_written:4", log=tmp_path / "doomed.log")
     survivor = start_service(env, log=tmp_path / "survivor.log")
     try:
+        # Both own partitions before the events come, so the doomed one has batches to die in.
+        for log in ("doomed.log", "survivor.log"):
+            wait_until(lambda log=log: _owns_partitions(tmp_path / log), 60, f"{log} to own partitions")
+        _publish(stack, fresh_topic, 6000, seed=21)
         assert doomed.wait(timeout=180) == -9, "killed at its 4th batch, after writing files on S3"
-        wait_until(lambda: len(set(_landed(on_s3))) >= 6000, 180, "the survivor to land the rest")
+        wait_until(lambda: len(set(_landed(on_s3))) >= 6008, 180, "the survivor to land the rest")
     finally:
-        survivor.terminate()
-        survivor.wait(timeout=60)
+        for proc in (doomed, survivor):
+            proc.terminate()
+            proc.wait(timeout=60)
     _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
     for log in ("doomed.log", "survivor.log"):
         assert _commits(tmp_path / log), f"{log}: both instances committed to bronze on S3"
+
+
+def _owns_partitions(log) -> bool:
+    if not log.exists():
+        return False
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    assigned = [line for line in lines if line.get("event") == "assigned"]
+    return bool(assigned) and len(assigned[-1]["start_offsets"]) == 2
 
 
 def _commits(log) -> list[dict]:

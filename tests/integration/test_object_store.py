@@ -111,3 +111,32 @@ def test_a_delta_rs_commit_without_conditional_put_is_refused_not_made_unsafely(
     assert not [o["Key"] for o in listed.get("Contents", []) if "_delta_log/" in o["Key"]], (
         "no version written"
     )
+
+
+def test_blind_appends_racing_for_one_version_on_s3_let_one_win_and_delta_rs_reads_it(local_s3, s3_options):
+    from deltalake import Transaction
+
+    from ingest.landing.delta.bronze_writer import BronzeWriter
+    from ingest.landing.delta.object_delta_log import ObjectDeltaLog
+    from ingest.landing.delta.table_location import TableLocation
+    from ingest.landing.delta.tables import write_part
+
+    location = TableLocation.of(f"s3://{local_s3.bucket}/blind-{uuid.uuid4().hex[:8]}/bronze")
+    writer = BronzeWriter(location, "app")
+    version = writer.state.version + 1
+    start = threading.Barrier(RACERS)
+    row = pa.table({"_kafka_offset": pa.array([7], pa.int64())})
+
+    def race(racer: int) -> bool:
+        add = write_part(location, "2026-11-26", row, 0)
+        log = ObjectDeltaLog(location)
+        start.wait()
+        return log.append(version, [add], [Transaction(f"racer-{racer}", racer)], {}, ["event_date"])
+
+    with ThreadPoolExecutor(RACERS) as pool:
+        won = list(pool.map(race, range(RACERS)))
+    assert won.count(True) == 1
+    table = location.delta_table()
+    assert table.version() == version
+    assert table.to_pyarrow_table(columns=["_kafka_offset"])["_kafka_offset"].to_pylist() == [7]
+    assert table.transaction_version(f"racer-{won.index(True)}") == won.index(True)

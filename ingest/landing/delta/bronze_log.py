@@ -3,8 +3,8 @@
 The state (``LogState``) is read from ``_delta_log`` without the table's files. On a local disk
 the next version is a blind append written by ``LocalDeltaLog``; schema and property changes,
 and commits to a table with features a blind append does not honour, go through a delta-rs
-handle, held only while it is needed. On object storage every commit goes through delta-rs,
-which creates the version's file with a conditional put (``If-None-Match: *``).
+handle, held only while it is needed. On S3 the blind append is ``ObjectDeltaLog``'s, one
+conditional put (``If-None-Match: *``) of the version's file.
 """
 
 from __future__ import annotations
@@ -18,24 +18,23 @@ from deltalake.transaction import AddAction
 from ingest.landing.decode.bronze_columns import PARTITION_COLUMN
 from ingest.landing.delta.local_delta_log import LocalDeltaLog, why_not
 from ingest.landing.delta.log_state import LogState
+from ingest.landing.delta.object_delta_log import ObjectDeltaLog
 from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.table_properties import with_properties
-
-_OBJECT_STORAGE = "object storage: delta-rs commits each version with a conditional put"
 
 
 class BronzeLog:
     def __init__(self, location: TableLocation) -> None:
         self.location = location
         self.path = location.uri
-        self.delta_log = LocalDeltaLog(location.local_path) if location.is_local else None
+        self.delta_log: LocalDeltaLog | ObjectDeltaLog = (
+            LocalDeltaLog(location.local_path) if location.is_local else ObjectDeltaLog(location)
+        )
         self._handle: DeltaTable | None = None  # held only while commits go through delta-rs
         self.state = LogState.load(location)
         self.not_blind = self._why_not_blind()
 
     def _why_not_blind(self) -> str | None:
-        if self.delta_log is None:
-            return _OBJECT_STORAGE
         return why_not(self.state) or self.delta_log.refused
 
     def latest(self) -> LogState:
@@ -55,10 +54,13 @@ class BronzeLog:
     def delta_rs(self) -> DeltaTable:
         """A delta-rs handle at the newest version, for what only delta-rs does: schema and
         property changes, and commits to a table with features a blind append does not honour.
-        It holds the table's files, so a blind append lets it go (``commit_next``)."""
+        It holds the table's files, so a blind append lets it go (``commit_next``).
+
+        Callers look at the log first (``latest``); a handle already at that version is not read
+        again, which on S3 saves a listing and the commits' GETs per batch."""
         if self._handle is None:
             self._handle = self.location.delta_table()
-        else:
+        elif self._handle.version() != self.state.version:
             self._handle.update_incremental()
         return self._handle
 
@@ -73,7 +75,7 @@ class BronzeLog:
     ) -> int | None:
         """Commit as the version after the newest we know; None when another writer took it."""
         version = self.state.version + 1
-        if self.not_blind is None and self.delta_log is not None:
+        if self.not_blind is None:
             self._handle = None
             if self.delta_log.append(version, adds, txns, metadata, [PARTITION_COLUMN]):
                 self.state.committed(version, {t.app_id: t.version for t in txns})
@@ -98,5 +100,7 @@ class BronzeLog:
             )
         except CommitFailedError:
             return None
-        self.state.advance()
+        # The handle stood at the state's version and may not retry: the commit is ``version``,
+        # with these app transactions and nothing else that the state keeps.
+        self.state.committed(version, {t.app_id: t.version for t in txns})
         return version

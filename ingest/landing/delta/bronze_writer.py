@@ -48,6 +48,7 @@ from ingest.landing.delta.bronze_log import BronzeLog
 from ingest.landing.delta.fences import Fence, FencedError, Landing
 from ingest.landing.delta.local_delta_log import LocalDeltaLog
 from ingest.landing.delta.log_state import LogState
+from ingest.landing.delta.object_delta_log import ObjectDeltaLog
 from ingest.landing.delta.schema_evolution import add_fields, field_column_names, known_columns
 from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.tables import as_location, ensure_table, usable_folder, write_part
@@ -85,8 +86,8 @@ class BronzeWriter:
         return self.log.state
 
     @property
-    def delta_log(self) -> LocalDeltaLog | None:
-        """The blind-append log of a local bronze; None on object storage."""
+    def delta_log(self) -> LocalDeltaLog | ObjectDeltaLog:
+        """Where blind appends go: a local ``_delta_log`` folder, or one on S3."""
         return self.log.delta_log
 
     def snapshot(self) -> DeltaTable:

@@ -86,11 +86,8 @@ class LocalDeltaLog:
     ) -> bool:
         """Commit ``adds`` and ``txns`` as ``version``; False when that version exists already, or
         when the filesystem refuses hard links (``refused`` then says why; commit through delta-rs)."""
-        lines = [_commit_info(version, metadata, partition_by)]
-        lines += [{"txn": {"appId": t.app_id, "version": t.version}} for t in txns]
-        lines += [{"add": _add(a)} for a in adds]
         staged = self.folder / f"_commit_{uuid.uuid4()}.json.tmp"
-        staged.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines))
+        staged.write_text(append_commit(version, adds, txns, metadata, partition_by))
         try:
             os.link(staged, commit_path(self.folder, version))
             return True
@@ -104,6 +101,20 @@ class LocalDeltaLog:
             return False
         finally:
             staged.unlink()
+
+
+def append_commit(
+    version: int,
+    adds: Sequence[AddAction],
+    txns: Sequence[Transaction],
+    metadata: Mapping[str, str],
+    partition_by: Sequence[str],
+) -> str:
+    """The commit file of a blind append, as delta-rs writes it: commitInfo, app transactions, adds."""
+    lines = [_commit_info(version, metadata, partition_by)]
+    lines += [{"txn": {"appId": t.app_id, "version": t.version}} for t in txns]
+    lines += [{"add": _add(a)} for a in adds]
+    return "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
 
 
 def _commit_info(version: int, metadata: Mapping[str, str], partition_by: Sequence[str]) -> dict:

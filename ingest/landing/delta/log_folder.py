@@ -2,7 +2,7 @@
 
 Local reads stay plain ``pathlib`` calls (a ``stat`` per batch is what the writer's cost was
 measured with). On S3 each call is one request: a GET of the next commit, which answers 404 when
-nobody committed, and a HEAD of ``_last_checkpoint``.
+nobody committed, and a HEAD of ``_last_checkpoint``, whose ETag tells whether it changed.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Protocol
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 
 from ingest.landing.delta.table_location import TableLocation
 
@@ -23,12 +22,12 @@ class LogFolder(Protocol):
     def read_text(self, name: str) -> str | None:
         """The file's text, or None when it does not exist."""
 
-    def identity(self, name: str) -> tuple[int, ...] | None:
-        """What changes when the file is rewritten (size, mtime), or None when it does not exist."""
+    def identity(self, name: str) -> tuple[object, ...] | None:
+        """What changes when the file is rewritten, or None when it does not exist."""
 
     def exists(self, name: str) -> bool: ...
 
-    def open(self, name: str) -> pa.NativeFile | Path:
+    def open(self, name: str) -> pa.BufferReader | Path:
         """A source ``pyarrow.parquet.ParquetFile`` reads."""
 
     def matching(self, pattern: str) -> list[str]:
@@ -48,7 +47,7 @@ class LocalLogFolder:
         except FileNotFoundError:
             return None
 
-    def identity(self, name: str) -> tuple[int, ...] | None:
+    def identity(self, name: str) -> tuple[object, ...] | None:
         try:
             stat = (self.folder / name).stat()
         except FileNotFoundError:
@@ -66,37 +65,56 @@ class LocalLogFolder:
 
 
 class ObjectLogFolder:
-    def __init__(self, filesystem: pafs.FileSystem, folder: str, uri: str) -> None:
-        self.filesystem = filesystem
-        self.folder = folder
-        self.uri = uri
+    """``_delta_log`` on S3, one request per call: a GET, a HEAD, or a listing for a glob."""
+
+    def __init__(self, table: TableLocation) -> None:
+        self.table = table
+        self.prefix = table.key("_delta_log")
 
     def __str__(self) -> str:
-        return self.uri
+        return f"{self.table.uri}/_delta_log"
 
     def read_text(self, name: str) -> str | None:
-        try:
-            with self.filesystem.open_input_stream(f"{self.folder}/{name}") as stream:
-                return bytes(stream.read()).decode()
-        except FileNotFoundError:
-            return None
+        body = self._get(name)
+        return None if body is None else body.decode()
 
-    def identity(self, name: str) -> tuple[int, ...] | None:
-        info = self.filesystem.get_file_info(f"{self.folder}/{name}")
-        if info.type == pafs.FileType.NotFound:
-            return None
-        return (info.size or 0, info.mtime_ns or 0)
+    def identity(self, name: str) -> tuple[object, ...] | None:
+        try:
+            head = self.table.s3.head_object(Bucket=self.table.bucket, Key=f"{self.prefix}/{name}")
+        except self.table.s3.exceptions.ClientError as err:
+            if _missing(err):
+                return None
+            raise
+        return (head["ETag"], head["ContentLength"])
 
     def exists(self, name: str) -> bool:
         return self.identity(name) is not None
 
-    def open(self, name: str) -> pa.NativeFile:
-        return self.filesystem.open_input_file(f"{self.folder}/{name}")
+    def open(self, name: str) -> pa.BufferReader:
+        body = self._get(name)
+        if body is None:
+            raise FileNotFoundError(f"{self}/{name}")
+        return pa.BufferReader(body)
 
     def matching(self, pattern: str) -> list[str]:
-        selector = pafs.FileSelector(self.folder, allow_not_found=True)
-        names = (info.base_name for info in self.filesystem.get_file_info(selector))
+        head = pattern.split("*", 1)[0]
+        pages = self.table.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.table.bucket, Prefix=f"{self.prefix}/{head}"
+        )
+        names = (item["Key"].rsplit("/", 1)[1] for page in pages for item in page.get("Contents", []))
         return sorted(name for name in names if fnmatch.fnmatchcase(name, pattern))
+
+    def _get(self, name: str) -> bytes | None:
+        try:
+            answer = self.table.s3.get_object(Bucket=self.table.bucket, Key=f"{self.prefix}/{name}")
+        except self.table.s3.exceptions.NoSuchKey:
+            return None
+        return bytes(answer["Body"].read())
+
+
+def _missing(err: Exception) -> bool:
+    status = getattr(err, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return status == 404
 
 
 def log_folder(table: Path | TableLocation) -> LogFolder:
@@ -104,4 +122,4 @@ def log_folder(table: Path | TableLocation) -> LogFolder:
         return LocalLogFolder(table / "_delta_log")
     if table.is_local:
         return LocalLogFolder(table.local_path / "_delta_log")
-    return ObjectLogFolder(table.filesystem, f"{table.root}/_delta_log", f"{table.uri}/_delta_log")
+    return ObjectLogFolder(table)

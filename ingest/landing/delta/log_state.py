@@ -50,7 +50,7 @@ class LogState:
     txns: dict[str, int] = field(default_factory=dict)
     # ``_last_checkpoint``'s identity (inode, size, mtime) and the version it named: read again
     # only when it changes, so the check before each batch costs a ``stat`` (a HEAD on S3).
-    _pointer: tuple[tuple[int, ...], int] | None = field(default=None, repr=False)
+    _pointer: tuple[tuple[object, ...], int] | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, table_root: Path | TableLocation) -> LogState:

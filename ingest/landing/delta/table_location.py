@@ -2,9 +2,13 @@
 
 The writer reads ``_delta_log`` and writes Parquet files itself (``log_state``, ``tables``), and
 hands commits to delta-rs or, on a local disk, to ``local_delta_log``. A ``TableLocation`` gives
-both what they need: a pyarrow filesystem with the table's root in it, and the URI and storage
-options delta-rs opens the table with. The storage options hold credentials, so they never show
-in ``repr``.
+both what they need: the folder, or on S3 a client with the bucket and key prefix; and the URI
+and storage options delta-rs opens the table with. The storage options hold credentials, so they
+never show in ``repr``.
+
+On S3 the writer's own reads and writes are plain single requests (botocore): one GET or HEAD
+per look at the log, one PUT per Parquet file. pyarrow's S3 filesystem would list a "folder"
+after each missing key and upload every file in three requests (a multipart upload).
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
-import pyarrow.fs as pafs
 from deltalake import DeltaTable
 
 from ingest.core.settings.object_storage import S3Access, is_object_storage, s3_access
@@ -47,25 +51,25 @@ class TableLocation:
     def child(self, name: str) -> TableLocation:
         return TableLocation(f"{self.uri.rstrip('/')}/{name}", self.storage_options, self.access)
 
-    @cached_property
-    def filesystem(self) -> pafs.FileSystem:
-        if self.access is None:
-            return pafs.LocalFileSystem()
-        endpoint = self.access.endpoint_url
-        return pafs.S3FileSystem(
-            access_key=self.access.access_key_id,
-            secret_key=self.access.secret_access_key,
-            session_token=self.access.session_token,
-            region=self.access.region,
-            endpoint_override=endpoint.split("://", 1)[1] if endpoint else None,
-            scheme=endpoint.split("://", 1)[0] if endpoint else "https",
-            allow_bucket_creation=False,
-        )
+    @property
+    def bucket(self) -> str:
+        return self.uri.split("://", 1)[1].split("/", 1)[0]
 
     @property
-    def root(self) -> str:
-        """The table's root as a path of ``filesystem``: a folder, or ``bucket/prefix``."""
-        return self.uri if self.is_local else self.uri.split("://", 1)[1].rstrip("/")
+    def key_prefix(self) -> str:
+        """The table's root as a key prefix in ``bucket``, without a trailing slash."""
+        parts = self.uri.split("://", 1)[1].split("/", 1)
+        return parts[1].rstrip("/") if len(parts) > 1 else ""
+
+    def key(self, relative: str) -> str:
+        return f"{self.key_prefix}/{relative}" if self.key_prefix else relative
+
+    @cached_property
+    def s3(self) -> Any:
+        """A botocore S3 client signed with the table's credentials (object storage only)."""
+        if self.access is None:
+            raise ValueError(f"{self.uri} is a local folder")
+        return s3_client(self.access)
 
     def delta_table(self, version: int | None = None) -> DeltaTable:
         return DeltaTable(self.uri, version=version, storage_options=self.storage_options or None)
@@ -75,6 +79,23 @@ class TableLocation:
 
     def __str__(self) -> str:
         return self.uri
+
+
+def s3_client(access: S3Access) -> Any:
+    import botocore.session
+    from botocore.config import Config
+
+    session = botocore.session.Session()
+    session.set_config_variable("profile", None)  # the keys are given: no profile lookup
+    return session.create_client(
+        "s3",
+        endpoint_url=access.endpoint_url,
+        aws_access_key_id=access.access_key_id,
+        aws_secret_access_key=access.secret_access_key,
+        aws_session_token=access.session_token,
+        region_name=access.region,
+        config=Config(s3={"addressing_style": "path" if access.endpoint_url else "auto"}),
+    )
 
 
 def _s3_uri(text: str) -> str:

@@ -112,6 +112,5 @@ def _write_parquet(root: TableLocation, relative: str, part: pa.Table) -> int:
     buffer = pa.BufferOutputStream()
     pq.write_table(part, buffer, **options)
     data = buffer.getvalue()
-    with root.filesystem.open_output_stream(f"{root.root}/{relative}") as out:
-        out.write(data)
+    root.s3.put_object(Bucket=root.bucket, Key=root.key(relative), Body=data.to_pybytes())
     return data.size
