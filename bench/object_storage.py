@@ -84,6 +84,17 @@ def _endpoints(base: Endpoints, kind: str) -> Endpoints:
     return Endpoints(base.bootstrap_servers, base.registry_url, f"bench-{kind}-{uuid.uuid4().hex[:8]}")
 
 
+_RATES = {"events_per_s": "overall", "steady_events_per_s": "steady"}
+
+
+def _ratio(rows: dict[str, dict[str, object]], instances: int, key: str) -> str:
+    local, s3 = rows[f"local disk, {instances} instance(s)"], rows[f"S3, {instances} instance(s)"]
+    if not local.get(key) or not s3.get(key):
+        return f"- throughput ({_RATES[key]}), {instances} instance(s): no figure (no steady state)"
+    ratio = float(s3[key]) / float(local[key])  # type: ignore[arg-type]
+    return f"- throughput ({_RATES[key]}), {instances} instance(s), S3 against local disk: {ratio:.2f}x"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="bench.object_storage")
     parser.add_argument("--events", type=int, default=400_000)
@@ -116,9 +127,7 @@ def main() -> int:
     finally:
         process.stop(server)
     body += [f"- {name}: {value}" for name, value in rows.items()]
-    local, s3 = rows["local disk, 2 instance(s)"], rows["S3, 2 instance(s)"]
-    ratio = float(s3["events_per_s"]) / float(local["events_per_s"])  # type: ignore[arg-type]
-    body.append(f"- throughput, S3 against local disk, 2 instances: {ratio:.2f}x")
+    body += [_ratio(rows, instances, key) for instances in (1, 2) for key in _RATES]
     title = "Landing on S3 against a local disk"
     append_section(RESULTS, title, body, heading="# Landing on object storage\n")
     return 0
