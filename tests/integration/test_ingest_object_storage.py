@@ -92,8 +92,10 @@ def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_t
     assert not (tmp_path / "local" / "bronze").exists(), "nothing landed on the local disk"
 
     events_logged = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
-    off = [e for e in events_logged if e.get("event") == "upkeep_off"]
-    assert off and "object storage" in off[0]["reason"], "the upkeep says why it does not run"
+    upkeeps = [e["result"] for e in events_logged if e.get("event") == "compaction"]
+    assert upkeeps, "the upkeep ran on S3, under its lease"
+    assert all("failed" not in result for result in upkeeps), upkeeps
+    assert "game_events" in upkeeps[0] and "version" in upkeeps[0]["game_events"], upkeeps[0]
 
     # A restart resumes from the offsets in bronze's commits on S3.
     _publish(stack, fresh_topic, 1000, seed=12)
@@ -105,7 +107,8 @@ def test_two_instances_on_s3_with_one_killed_mid_batch_land_every_record_once(
     stack, fresh_topic, on_s3, tmp_path
 ):
     _publish(stack, fresh_topic, 8, seed=20)  # the topic, with its 4 partitions
-    env = _env(stack, fresh_topic, tmp_path, on_s3, flush_rows=400)
+    # Each instance starts an upkeep every 3 commits: compactions from both race for the lease.
+    env = _env(stack, fresh_topic, tmp_path, on_s3, flush_rows=400, compact_every_commits=3)
     doomed = start_service(env, hooks="kill@files_written:4", log=tmp_path / "doomed.log")
     survivor = start_service(env, log=tmp_path / "survivor.log")
     try:
@@ -122,6 +125,10 @@ def test_two_instances_on_s3_with_one_killed_mid_batch_land_every_record_once(
     _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
     for log in ("doomed.log", "survivor.log"):
         assert _commits(tmp_path / log), f"{log}: both instances committed to bronze on S3"
+    upkeeps = [
+        line["result"] for line in _events(tmp_path / "survivor.log") if line.get("event") == "compaction"
+    ]
+    assert upkeeps and all("failed" not in result for result in upkeeps), upkeeps
 
 
 def _owns_partitions(log) -> bool:
@@ -132,9 +139,12 @@ def _owns_partitions(log) -> bool:
     return bool(assigned) and len(assigned[-1]["start_offsets"]) == 2
 
 
+def _events(log) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+
+
 def _commits(log) -> list[dict]:
-    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
-    return [line for line in lines if line.get("event") == "batch"]
+    return [line for line in _events(log) if line.get("event") == "batch"]
 
 
 def test_status_refuses_a_warehouse_on_s3_naming_the_setting(stack, fresh_topic, on_s3, tmp_path):

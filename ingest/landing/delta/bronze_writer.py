@@ -50,8 +50,8 @@ from ingest.landing.delta.local_delta_log import LocalDeltaLog
 from ingest.landing.delta.log_state import LogState
 from ingest.landing.delta.object_delta_log import ObjectDeltaLog
 from ingest.landing.delta.schema_evolution import add_fields, field_column_names, known_columns
-from ingest.landing.delta.table_location import TableLocation
-from ingest.landing.delta.tables import as_location, ensure_table, usable_folder, write_part
+from ingest.landing.delta.table_location import TableLocation, as_location
+from ingest.landing.delta.tables import ensure_table, usable_folder, write_part
 from ingest.landing.records import FieldNumbers, TopicPartition, txn_app_id
 
 # The service's upkeep child checkpoints bronze and cleans its log (ingest/landing/upkeep/table_upkeep.py), so

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
-from typing import Protocol
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Protocol
 
 from ingest.landing.delta.table_location import TableLocation
+
+if TYPE_CHECKING:  # the upkeep child reads the log without loading pyarrow
+    import pyarrow as pa
 
 
 class LogFolder(Protocol):
@@ -91,6 +92,8 @@ class ObjectLogFolder:
         return self.identity(name) is not None
 
     def open(self, name: str) -> pa.BufferReader:
+        import pyarrow as pa
+
         body = self._get(name)
         if body is None:
             raise FileNotFoundError(f"{self}/{name}")

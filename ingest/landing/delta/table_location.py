@@ -81,6 +81,10 @@ class TableLocation:
         return self.uri
 
 
+def as_location(place: Path | str | TableLocation) -> TableLocation:
+    return place if isinstance(place, TableLocation) else TableLocation.of(place)
+
+
 def s3_client(access: S3Access) -> Any:
     import botocore.session
     from botocore.config import Config

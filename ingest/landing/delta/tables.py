@@ -16,7 +16,7 @@ from deltalake.transaction import AddAction
 from ingest.core.errors import ConfigError
 from ingest.landing.decode.bronze_columns import PARTITION_COLUMN
 from ingest.landing.delta.statistics import file_statistics
-from ingest.landing.delta.table_location import TableLocation
+from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.landing.delta.table_properties import TABLE_CONFIGURATION, with_properties
 
 
@@ -49,10 +49,6 @@ def ensure_table(
         )
     except (DeltaError, OSError) as err:
         raise ConfigError(f"cannot open or create the {name} Delta table at {location}: {err}") from None
-
-
-def as_location(place: Path | TableLocation) -> TableLocation:
-    return place if isinstance(place, TableLocation) else TableLocation.of(place)
 
 
 def usable_folder(place: Path | TableLocation, name: str) -> None:

@@ -43,7 +43,7 @@ from ingest.landing.service.lander import Lander, StaleBatchError
 from ingest.landing.service.progress import CatchUpProgress
 from ingest.landing.side_tables.dead_letters import make_sink
 from ingest.landing.side_tables.event_log import Event, EventLog
-from ingest.landing.upkeep.background import BackgroundUpkeep, upkeep_every
+from ingest.landing.upkeep.background import BackgroundUpkeep
 
 UPKEEP_WAIT_S = 60.0  # on stop: let a running upkeep finish and report
 
@@ -65,7 +65,7 @@ class Service:
         self.lander = Lander(settings, writer, decoder, make_sink(settings), self.event_log, self.instance_id)
         self.upkeep = BackgroundUpkeep(
             [settings.landing_table(name) for name in ("game_events", "dead_letters", "ingest_event_log")],
-            upkeep_every(settings),
+            settings.compact_every_commits,
             settings.log_retention_hours,
             settings.vacuum_retention_hours,
         )

@@ -3,27 +3,9 @@
 from __future__ import annotations
 
 import json
-import logging
 import subprocess
 import sys
 from pathlib import Path
-
-from ingest.core.logs.json_log import log_event
-from ingest.core.settings.ingest_settings import IngestSettings
-
-
-def upkeep_every(settings: IngestSettings) -> int:
-    """How often the upkeep runs: never on object storage yet, where its compaction lock (a
-    ``flock`` on one host) would not keep two hosts' compactions apart."""
-    if settings.warehouse_uri is None or not settings.compact_every_commits:
-        return settings.compact_every_commits
-    log_event(
-        "upkeep_off",
-        level=logging.WARNING,
-        reason="the landing tables are on object storage, where the compaction lock does not hold "
-        "across hosts yet: no compaction, checkpoint, log cleanup or vacuum runs",
-    )
-    return 0
 
 
 class BackgroundUpkeep:

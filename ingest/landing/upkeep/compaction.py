@@ -12,7 +12,8 @@ concurrent compaction of the same files: the second one commits too (even with
 ``max_commit_retries=0``) and every row it rewrote is then in bronze twice. So ``compact`` holds
 an exclusive lock (``_delta_log/.gamelake-compaction.lock``) and skips when another holder has
 it; run any other OPTIMIZE of bronze (Spark's) under ``compaction_lock(path, wait=True)`` or
-while no ingest instance runs.
+while no ingest instance runs. On a local disk the lock is a ``flock`` of that file; on S3 it is
+a lease on that object (``lease.py``), which holds across hosts and is renewed before each bin.
 
 Which partitions are compacted follows a write-amplification bound, not the calendar. delta-rs
 bins every file below the target size (100 MB unless ``delta.targetFileSize`` says otherwise),
@@ -32,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -40,21 +42,54 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
 from ingest.landing import crash_points
+from ingest.landing.delta.table_location import TableLocation, as_location
+from ingest.landing.upkeep import lease
+from ingest.landing.upkeep.lease import LOCK_NAME
+
+
+class Held:
+    """The compaction lock, held: ``still_held`` says whether it may commit again."""
+
+    def __init__(self, lease_: lease.Lease | None = None) -> None:
+        self.lease = lease_
+
+    def still_held(self) -> bool:
+        return self.lease is None or self.lease.renew()
 
 
 @contextlib.contextmanager
-def compaction_lock(path: Path, wait: bool = False) -> Iterator[bool]:
-    """Hold the table's compaction lock; yields False (without it) when taken and not ``wait``."""
-    with open(path / "_delta_log" / ".gamelake-compaction.lock", "a") as handle:
+def compaction_lock(place: Path | TableLocation, wait: bool = False) -> Iterator[Held | None]:
+    """Hold the table's compaction lock; yields None (without it) when taken and not ``wait``."""
+    location = as_location(place)
+    if not location.is_local:
+        with _s3_lock(location, wait) as held:
+            yield held
+        return
+    with open(location.local_path / "_delta_log" / LOCK_NAME, "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
-            yield False
+            yield None
             return
         try:
-            yield True
+            yield Held()
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _s3_lock(location: TableLocation, wait: bool) -> Iterator[Held | None]:
+    taken = lease.acquire(location)
+    while taken is None and wait:
+        time.sleep(1.0)
+        taken = lease.acquire(location)
+    if taken is None:
+        yield None
+        return
+    try:
+        yield Held(taken)
+    finally:
+        taken.release()
 
 
 FANOUT = 4
@@ -64,17 +99,23 @@ PartitionKey = tuple[str | None, ...]
 DataFile = tuple[PartitionKey, int, int | None]  # partition values, bytes, rows
 
 
-def compact(path: Path) -> dict[str, object]:
-    """Compact each partition of the table at ``path`` that ``due_partitions`` picks."""
-    with compaction_lock(path) as locked:
-        if not locked:
+def compact(place: Path | TableLocation) -> dict[str, object]:
+    """Compact each partition of the table at ``place`` that ``due_partitions`` picks."""
+    location = as_location(place)
+    with compaction_lock(location) as held:
+        if held is None:
             return {"skipped": "another compaction of this table is running"}
         crash_points.reach("compacting")
-        table = DeltaTable(str(path))
+        table = location.delta_table()
         columns = table.metadata().partition_columns
         target = int(table.metadata().configuration.get("delta.targetFileSize", DEFAULT_TARGET_BYTES))
         totals = {"numFilesAdded": 0, "numFilesRemoved": 0, "bytesRewritten": 0, "partitionsCompacted": 0}
         for key in due_partitions(data_files(table, columns), target):
+            if not held.still_held():
+                return {
+                    **totals,
+                    "skipped": "the compaction lease was taken over: stopped before the next bin",
+                }
             try:
                 # One bin at a time: the child's memory is one output file's, and the other core
                 # stays free for landing.

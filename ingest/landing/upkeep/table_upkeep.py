@@ -25,9 +25,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from deltalake import DeltaTable
-
 from ingest.landing import crash_points
+from ingest.landing.delta.log_folder import log_folder
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.table_properties import TABLE_CONFIGURATION, with_properties
 from ingest.landing.upkeep.compaction import compact
 
@@ -60,14 +60,15 @@ class Retention:
         }
 
 
-def upkeep(path: Path, retention: Retention) -> dict[str, object]:
-    """Compact, vacuum, checkpoint and clean the log of the table at ``path``; what each step did."""
+def upkeep(place: Path | TableLocation, retention: Retention) -> dict[str, object]:
+    """Compact, vacuum, checkpoint and clean the log of the table at ``place``; what each step did."""
+    path = place if isinstance(place, TableLocation) else TableLocation.of(place)
     logs_before = _log_files(path)
     # A checkpoint first: each refresh and commit of the service replays every commit since the
     # newest checkpoint, so one taken only after a long compaction lets that replay grow.
-    DeltaTable(str(path)).create_checkpoint()
+    path.delta_table().create_checkpoint()
     compacted = compact(path)
-    table = DeltaTable(str(path))
+    table = path.delta_table()
     with_properties(table, retention.properties())
     vacuumed = table.vacuum(
         retention_hours=retention.vacuum_hours, dry_run=False, enforce_retention_duration=False, full=True
@@ -85,9 +86,9 @@ def upkeep(path: Path, retention: Retention) -> dict[str, object]:
     }
 
 
-def _log_files(path: Path) -> set[str]:
+def _log_files(path: TableLocation) -> set[str]:
     """Commit and checkpoint files by name: appends that land meanwhile add names, never remove."""
-    return {entry.name for entry in (path / "_delta_log").glob("0*")}
+    return set(log_folder(path).matching("0*"))
 
 
 def main(argv: list[str]) -> int:
@@ -96,9 +97,9 @@ def main(argv: list[str]) -> int:
     retention = Retention(int(argv[1]), int(argv[2]))
     results = {}
     for raw in argv[3:]:
-        path = Path(raw)
-        if DeltaTable.is_deltatable(str(path)):
-            results[path.name] = upkeep(path, retention)
+        location = TableLocation.of(raw)
+        if location.is_delta_table():
+            results[location.uri.rsplit("/", 1)[1]] = upkeep(location, retention)
     print(json.dumps(results), flush=True)
     return 0
 
