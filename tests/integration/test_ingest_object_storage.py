@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import uuid
 from collections import Counter
 
@@ -15,6 +17,7 @@ from gamelake_dev.producer.datagen import EventGenerator
 from gamelake_dev.producer.publish import publish
 
 from ingest.core.settings.object_storage import s3_access
+from ingest.core.settings.paths import PROJECT_DIR
 from tests.integration.ingest_support import (
     kafka_coordinates,
     produce_raw,
@@ -102,6 +105,14 @@ def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_t
     assert run_service(env, log=log) == 0, log.read_text()[-3000:]
     _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
 
+    # `ingest status` reads the landing tables where they are.
+    report = json.loads(_ingest(env, "status", "--json").stdout)
+    tables = report["tables"]
+    assert tables["bronze"]["path"] == f"{on_s3}/bronze/game_events"
+    assert (tables["bronze"]["exists"], tables["bronze"]["rows"]) == (True, 4000)
+    assert tables["dead_letters"]["rows"] == 3 and tables["event_log"]["exists"]
+    assert report["kafka"]["lag"] == 0
+
 
 def test_two_instances_on_s3_with_one_killed_mid_batch_land_every_record_once(
     stack, fresh_topic, on_s3, tmp_path
@@ -147,19 +158,20 @@ def _commits(log) -> list[dict]:
     return [line for line in _events(log) if line.get("event") == "batch"]
 
 
-def test_status_refuses_a_warehouse_on_s3_naming_the_setting(stack, fresh_topic, on_s3, tmp_path):
-    import subprocess
-    import sys
-
-    from ingest.core.settings.paths import PROJECT_DIR
-
-    env = _env(stack, fresh_topic, tmp_path, on_s3)
-    done = subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "status"],
+def _ingest(env: dict[str, str], *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ingest.cli", *command],
         env=env,
         cwd=PROJECT_DIR,
         capture_output=True,
         text=True,
     )
+
+
+def test_a_command_that_reads_local_tables_only_refuses_s3_naming_the_setting(
+    stack, fresh_topic, on_s3, tmp_path
+):
+    done = _ingest(_env(stack, fresh_topic, tmp_path, on_s3), "dlq", "list")
     assert done.returncode != 0
-    assert "GAMELAKE_INGEST_WAREHOUSE_URI" in done.stderr and "only `ingest run`" in done.stderr
+    assert "GAMELAKE_INGEST_WAREHOUSE_URI" in done.stderr and "object storage" in done.stderr
+    assert "Traceback" not in done.stderr

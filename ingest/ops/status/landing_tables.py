@@ -40,16 +40,17 @@ def landing_tables(
 ) -> dict[str, dict[str, Any]]:
     """bronze (with its freshness behind Kafka), dead_letters (with the last hour by stage), event_log."""
     bronze_lag = bronze_freshness(partitions)
-    dead_letters = open_table(settings.dead_letters_path)
+    dead_letters = open_table(settings.landing_table("dead_letters"))
+    event_log = settings.landing_table("ingest_event_log")
     return {
         "bronze": {
-            **describe(settings.bronze_path, bronze),
+            **describe(settings.landing_table("game_events"), bronze),
             "freshness_s": None if bronze_lag is None else round(bronze_lag, 1),
             "freshness_exact": bronze_lag is not None,
         },
         "dead_letters": {
-            **describe(settings.dead_letters_path, dead_letters),
+            **describe(settings.landing_table("dead_letters"), dead_letters),
             "last_hour_by_stage": dead_letters_last_hour(dead_letters, now),
         },
-        "event_log": describe(settings.event_log_path, open_table(settings.event_log_path)),
+        "event_log": describe(event_log, open_table(event_log)),
     }

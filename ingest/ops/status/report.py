@@ -74,7 +74,7 @@ def assemble(
 ) -> dict[str, Any]:
     """The report from Kafka's ``partitions`` and the ``registry`` check, both already read, and the
     Delta tables as they are: everything but those is read here, without Kafka or Spark."""
-    bronze = open_table(settings.bronze_path)
+    bronze = open_table(settings.landing_table("game_events"))
     readers = layers.bronze_readers(settings, games)
     history = layers.bronze_history(bronze, readers)
     quarantine = layers.quarantine(settings, readers, history, now)

@@ -48,7 +48,7 @@ def registry_status(settings: IngestSettings) -> dict[str, Any]:
 def collect(settings: IngestSettings, now: float | None = None) -> dict[str, Any]:
     """The status report (report.py gives its shape). ConfigError when Kafka does not answer."""
     now = time.time() if now is None else now
-    found = partitions(settings, open_table(settings.bronze_path), now)
+    found = partitions(settings, open_table(settings.landing_table("game_events")), now)
     games = read_games(PROJECT_DIR / SEED)
     return assemble(settings, games, found, registry_status(settings), now)
 
