@@ -11,18 +11,21 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
+
+from ingest.landing.delta.table_location import TableLocation, as_location
 
 FILE_GRACE_HOURS = 1
 _ATTEMPTS = 3
 
 
-def purge(path: Path, older_than_days: int, file_grace_hours: int = FILE_GRACE_HOURS) -> dict[str, int]:
+def purge(
+    path: Path | TableLocation, older_than_days: int, file_grace_hours: int = FILE_GRACE_HOURS
+) -> dict[str, int]:
     """Delete dead letters older than ``older_than_days`` and vacuum files past the grace period."""
     cutoff = dt.datetime.now(dt.UTC) - dt.timedelta(days=older_than_days)
     predicate = f"dead_lettered_at < '{cutoff.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'"
-    table = DeltaTable(str(path))
+    table = as_location(path).delta_table()
     deleted = 0
     for _ in range(_ATTEMPTS):  # a service commit may win the race: read again and retry
         try:

@@ -54,6 +54,7 @@ from ingest.landing.decode.decoder import Decoder
 from ingest.landing.decode.schema_registry import SchemaRegistryClient
 from ingest.landing.delta.bronze_writer import BronzeWriter
 from ingest.landing.delta.fences import Fence, FencedError
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.records import DecodedBatch, KafkaRecord, TopicPartition, txn_app_id
 from ingest.landing.side_tables.dead_letters import DEAD_LETTER_SCHEMA, TOPIC_HEADERS, dead_letter_id
 from ingest.ops.dead_letter_purge import purge
@@ -101,16 +102,16 @@ def select(
     """The dead letters not replayed yet, optionally only of one stage, source topic or offsets."""
     if settings.dead_letter_sink == "topic":
         table = read_topic(settings)
-        bronze = str(settings.bronze_path)
-        snapshot = DeltaTable(bronze) if DeltaTable.is_deltatable(bronze) else None
+        bronze = _landing(settings, "game_events")
+        snapshot = bronze.delta_table() if bronze.is_delta_table() else None
         landed = _already_in_bronze(snapshot, set(_coordinates(table)))
         done = [dead_letter_id(*c) for c in landed]
         mask = pc.invert(pc.is_in(table["dead_letter_id"], pa.array(done, pa.string())))
     else:
-        path = settings.dead_letters_path
-        if not DeltaTable.is_deltatable(str(path)):
+        path = _landing(settings, "dead_letters")
+        if not path.is_delta_table():
             raise ConfigError(f"there is no dead-letter table at {path}")
-        table = DeltaTable(str(path)).to_pyarrow_table()
+        table = path.delta_table().to_pyarrow_table()
         mask = pc.is_null(table["replayed_at"])
     if stage:
         mask = pc.and_(mask, pc.equal(table["stage"], stage))
@@ -219,7 +220,7 @@ def replay(settings: IngestSettings, letters: pa.Table, dry_run: bool = False) -
     """Re-land ``letters``; returns counts of landed, already-present, in-flight and still-failing
     records, and how often another replay overtook this one (``fenced``)."""
     records = [StoredRecord(row) for row in letters.to_pylist()]
-    writer = BronzeWriter(settings.bronze_path, settings.app_id)
+    writer = BronzeWriter(_landing(settings, "game_events"), settings.app_id)
     decoder = Decoder(
         SchemaRegistryClient(settings), settings.unknown_schema_retries, settings.registry_retry_backoff_s
     )
@@ -343,15 +344,15 @@ def _stamp(settings: IngestSettings, replayed: set[Coordinate]) -> None:
     predicate = f"dead_letter_id IN ({ids}) AND replayed_at IS NULL"
     for _ in range(_REPLAY_ATTEMPTS):
         try:
-            DeltaTable(str(settings.dead_letters_path)).update(
+            _landing(settings, "dead_letters").delta_table().update(
                 updates={"replayed_at": "now()"}, predicate=predicate
             )
             return
         except CommitFailedError:
             continue
     raise IngestError(
-        f"could not stamp replayed_at in {settings.dead_letters_path} after {_REPLAY_ATTEMPTS} attempts: "
-        "the records are in bronze; a rerun stamps them"
+        f"could not stamp replayed_at in {_landing(settings, 'dead_letters')} after {_REPLAY_ATTEMPTS} "
+        "attempts: the records are in bronze; a rerun stamps them"
     )
 
 
@@ -363,12 +364,17 @@ def _purge(settings: IngestSettings, older_than_days: int | None) -> int:
         )
     if days <= 0:
         raise ConfigError("nothing to purge at a retention of 0 days (keep all): pass --older-than-days N")
-    path = settings.dead_letters_path
-    if not DeltaTable.is_deltatable(str(path)):
+    path = _landing(settings, "dead_letters")
+    if not path.is_delta_table():
         print(f"no dead-letter table at {path}: nothing to purge")
         return 0
     print(json.dumps({"older_than_days": days, **purge(path, days)}))
     return 0
+
+
+def _landing(settings: IngestSettings, name: str) -> TableLocation:
+    """A landing table: a local folder, or on S3 under ``warehouse_uri``."""
+    return TableLocation.of(settings.landing_table(name))
 
 
 def _settings(args: argparse.Namespace) -> IngestSettings:

@@ -1,4 +1,5 @@
-"""``make compact``: the dead-letter purge, then upkeep of the landing tables now.
+"""``make compact``: the dead-letter purge, then upkeep of the landing tables now, on a local
+disk or on S3 (``warehouse_uri``).
 
 The service does the same upkeep every ``compact_every_commits`` commits, in a child process.
 
@@ -9,10 +10,9 @@ from __future__ import annotations
 
 import sys
 
-from deltalake import DeltaTable
-
 from ingest.core.errors import ConfigError
 from ingest.core.settings.ingest_settings import load_settings
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.upkeep.table_upkeep import Retention, upkeep
 from ingest.ops.dead_letter_purge import purge
 
@@ -23,13 +23,16 @@ def main() -> int:
     except ConfigError as err:
         print(f"make compact: error: {err}", file=sys.stderr)
         return 2
-    dead_letters = settings.dead_letters_path
-    if settings.dead_letter_retention_days and DeltaTable.is_deltatable(str(dead_letters)):
+    bronze, dead_letters, event_log = (
+        TableLocation.of(settings.landing_table(name))
+        for name in ("game_events", "dead_letters", "ingest_event_log")
+    )
+    if settings.dead_letter_retention_days and dead_letters.is_delta_table():
         print(f"{dead_letters}: {purge(dead_letters, settings.dead_letter_retention_days)}")
     retention = Retention(settings.log_retention_hours, settings.vacuum_retention_hours)
-    for path in (settings.bronze_path, dead_letters, settings.event_log_path):
-        if DeltaTable.is_deltatable(str(path)):
-            print(f"{path}: {upkeep(path, retention)}")
+    for table in (bronze, dead_letters, event_log):
+        if table.is_delta_table():
+            print(f"{table}: {upkeep(table, retention)}")
     return 0
 
 

@@ -113,6 +113,24 @@ def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_t
     assert tables["dead_letters"]["rows"] == 3 and tables["event_log"]["exists"]
     assert report["kafka"]["lag"] == 0
 
+    # The dead-letter commands and the upkeep work there too.
+    listed = _ingest(env, "dlq", "list")
+    assert listed.returncode == 0 and "3 dead letters not replayed" in listed.stdout, listed.stderr
+    replayed = json.loads(_ingest(env, "dlq", "replay").stdout)
+    assert (replayed["landed"], replayed["still_failing"]) == (0, {"framing": 3})
+    purged = json.loads(_ingest(env, "dlq", "purge", "--older-than-days", "1").stdout)
+    assert purged["deleted_rows"] == 0
+    upkeep = subprocess.run(
+        [sys.executable, "-m", "ingest.ops.upkeep_now"],
+        env=env,
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+    )
+    assert upkeep.returncode == 0, upkeep.stderr
+    assert f"{on_s3}/bronze/game_events: " in upkeep.stdout
+    _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
+
 
 def test_two_instances_on_s3_with_one_killed_mid_batch_land_every_record_once(
     stack, fresh_topic, on_s3, tmp_path
@@ -171,7 +189,7 @@ def _ingest(env: dict[str, str], *command: str) -> subprocess.CompletedProcess[s
 def test_a_command_that_reads_local_tables_only_refuses_s3_naming_the_setting(
     stack, fresh_topic, on_s3, tmp_path
 ):
-    done = _ingest(_env(stack, fresh_topic, tmp_path, on_s3), "dlq", "list")
+    done = _ingest(_env(stack, fresh_topic, tmp_path, on_s3), "bronze", "migrate-native-types", "--dry-run")
     assert done.returncode != 0
     assert "GAMELAKE_INGEST_WAREHOUSE_URI" in done.stderr and "object storage" in done.stderr
     assert "Traceback" not in done.stderr

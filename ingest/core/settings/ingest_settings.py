@@ -109,7 +109,7 @@ class IngestSettings(BaseSettings):
         None,
         description="s3://bucket/prefix: the landing tables (bronze, dead letters, event log) on S3 "
         "under <uri>/bronze/, in place of warehouse_dir; credentials and endpoint from the standard AWS "
-        "settings. `ingest run` and `ingest status` so far.",
+        "settings. All but the migrations reach them there.",
     )
     dbt_warehouse_dir: Path | None = Field(
         None,
@@ -306,9 +306,8 @@ class IngestSettings(BaseSettings):
         """For the commands that read local tables only: a clear refusal when they are on S3."""
         if self.warehouse_uri is not None:
             raise ConfigError(
-                f"the landing tables are on object storage ({self.warehouse_uri}), which only `ingest run` "
-                "and `ingest status` reach so far: unset warehouse_uri (GAMELAKE_INGEST_WAREHOUSE_URI) "
-                "for this command"
+                f"the landing tables are on object storage ({self.warehouse_uri}), which the migrations do "
+                "not reach yet: unset warehouse_uri (GAMELAKE_INGEST_WAREHOUSE_URI) for this command"
             )
         return self.warehouse_dir / "bronze" / name
 
