@@ -33,8 +33,11 @@ def table(local_s3, monkeypatch) -> TableLocation:
 
 
 def _fresh(table: TableLocation) -> TableLocation:
-    """The same table through a client of its own, as another host would reach it."""
-    return TableLocation.of(table.uri)
+    """The same table through a client of its own, as another host would reach it (made now:
+    making a client can take longer than a short lease)."""
+    other = TableLocation.of(table.uri)
+    assert other.s3 is not None
+    return other
 
 
 def _race(table: TableLocation, take) -> list:
@@ -58,10 +61,11 @@ def test_of_racing_takers_exactly_one_gets_the_lease(table):
 
 
 def test_a_lapsed_lease_is_taken_over_by_exactly_one_and_its_old_holder_learns_it(table):
-    old = lease.acquire(table, ttl_s=0.5)
+    other = _fresh(table)
+    old = lease.acquire(table, ttl_s=3.0)
     assert old is not None
-    assert lease.acquire(_fresh(table)) is None, "a running lease keeps others out"
-    time.sleep(1.0)
+    assert lease.acquire(other) is None, "a running lease keeps others out"
+    time.sleep(3.5)
     takers = _race(table, lease.acquire)
     held = [taken for taken in takers if taken is not None]
     assert len(held) == 1

@@ -20,6 +20,7 @@ longer be read by version, so keep it well above the longest pause of ``ingest r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from dataclasses import dataclass
@@ -100,7 +101,8 @@ def main(argv: list[str]) -> int:
         location = TableLocation.of(raw)
         if location.is_delta_table():
             results[location.uri.rsplit("/", 1)[1]] = upkeep(location, retention)
-    print(json.dumps(results), flush=True)
+    with contextlib.suppress(BrokenPipeError):  # the service that started us was killed: nobody to tell
+        print(json.dumps(results), flush=True)
     return 0
 
 
