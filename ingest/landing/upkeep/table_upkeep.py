@@ -29,7 +29,7 @@ from pathlib import Path
 from ingest.landing import crash_points
 from ingest.landing.delta.log_folder import log_folder
 from ingest.landing.delta.table_location import TableLocation
-from ingest.landing.delta.table_properties import TABLE_CONFIGURATION, with_properties
+from ingest.landing.delta.table_properties import TABLE_CONFIGURATION, with_fixed_properties
 from ingest.landing.upkeep.compaction import compact
 
 # How long a checkpoint keeps the remove action (tombstone) of a replaced file. At 10,000
@@ -70,7 +70,7 @@ def upkeep(place: Path | TableLocation, retention: Retention) -> dict[str, objec
     path.delta_table().create_checkpoint()
     compacted = compact(path)
     table = path.delta_table()
-    with_properties(table, retention.properties())
+    with_fixed_properties(table, retention.properties())
     vacuumed = table.vacuum(
         retention_hours=retention.vacuum_hours, dry_run=False, enforce_retention_duration=False, full=True
     )
