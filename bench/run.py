@@ -38,6 +38,7 @@ from gamelake_dev.producer.publish import ensure_topic, register_versions, schem
 from ingest.core.settings.endpoints import Endpoints
 from ingest.core.settings.object_storage import s3_access
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.delta.table_scan import scan
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "ingest.md"
 VERSIONS = [1, 2, 3]
@@ -173,7 +174,7 @@ def throughput(
     codes = [p.wait() for p in procs]
     cpu_s = _children_cpu_s() - cpu_before  # the ingest processes' user+system time, startup included
     assert codes == [0] * instances, codes
-    log = lake.table("ingest_event_log").to_pyarrow_table()
+    log = scan(lake.table("ingest_event_log"))
     commits = log.filter(pc.equal(log["kind"], "commit"))
     assigned = log.filter(pc.equal(log["kind"], "assigned"))
     rows = pc.sum(commits["rows"]).as_py()
@@ -226,11 +227,9 @@ def freshness(
     time.sleep(3 * flush_interval_s + 2)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
-    log = lake.table("ingest_event_log").to_pyarrow_table()
+    log = scan(lake.table("ingest_event_log"))
     commits = log.filter(pc.equal(log["kind"], "commit")).to_pylist()
-    bronze = lake.table("game_events").to_pyarrow_table(
-        columns=["_kafka_partition", "_kafka_offset", "_kafka_timestamp"]
-    )
+    bronze = scan(lake.table("game_events"), ["_kafka_partition", "_kafka_offset", "_kafka_timestamp"])
     visible: dict[tuple[int, int], dt.datetime] = {}
     for commit in commits:
         for r in commit["partitions"]:

@@ -40,7 +40,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from deltalake import DeltaTable
@@ -55,6 +54,7 @@ from ingest.landing.decode.schema_registry import SchemaRegistryClient
 from ingest.landing.delta.bronze_writer import BronzeWriter
 from ingest.landing.delta.fences import Fence, FencedError
 from ingest.landing.delta.table_location import TableLocation
+from ingest.landing.delta.table_scan import scan
 from ingest.landing.records import DecodedBatch, KafkaRecord, TopicPartition, txn_app_id
 from ingest.landing.side_tables.dead_letters import DEAD_LETTER_SCHEMA, TOPIC_HEADERS, dead_letter_id
 from ingest.ops.dead_letter_purge import purge
@@ -111,7 +111,7 @@ def select(
         path = _landing(settings, "dead_letters")
         if not path.is_delta_table():
             raise ConfigError(f"there is no dead-letter table at {path}")
-        table = path.delta_table().to_pyarrow_table()
+        table = scan(path.delta_table())
         mask = pc.is_null(table["replayed_at"])
     if stage:
         mask = pc.and_(mask, pc.equal(table["stage"], stage))
@@ -203,11 +203,14 @@ def _already_in_bronze(bronze: DeltaTable | None, coordinates: set[Coordinate]) 
     """The ``coordinates`` that the ``bronze`` snapshot holds a row for."""
     if not coordinates or bronze is None:
         return set()
-    offsets = pa.array(sorted({o for _, _, o in coordinates}), pa.int64())
-    found = bronze.to_pyarrow_dataset().to_table(
-        columns=["_kafka_topic", "_kafka_partition", "_kafka_offset"],
-        filter=ds.field("_kafka_offset").isin(offsets),
+    offsets = sorted({o for _, _, o in coordinates})
+    # The range prunes files by their statistics; the exact offsets are picked in Arrow.
+    found = scan(
+        bronze,
+        ["_kafka_topic", "_kafka_partition", "_kafka_offset"],
+        where=f'"_kafka_offset" BETWEEN {int(offsets[0])} AND {int(offsets[-1])}',
     )
+    found = found.filter(pc.is_in(found["_kafka_offset"], pa.array(offsets, pa.int64())))
     return {r for r in _coordinates(found) if r in coordinates}
 
 

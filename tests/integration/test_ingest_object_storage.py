@@ -18,6 +18,7 @@ from gamelake_dev.producer.publish import publish
 
 from ingest.core.settings.object_storage import s3_access
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.delta.table_scan import scan
 from tests.integration.ingest_support import (
     kafka_coordinates,
     produce_raw,
@@ -56,7 +57,7 @@ def _landed(warehouse_uri: str) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for name in ("game_events", "dead_letters"):
         try:
-            rows = _table(warehouse_uri, name).to_pyarrow_table(columns=["_kafka_partition", "_kafka_offset"])
+            rows = scan(_table(warehouse_uri, name), ["_kafka_partition", "_kafka_offset"])
         except Exception:  # a table no run created (no dead letter yet)
             continue
         out += list(zip(rows["_kafka_partition"].to_pylist(), rows["_kafka_offset"].to_pylist(), strict=True))
@@ -85,12 +86,12 @@ def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_t
     assert run_service(env, log=log) == 0, log.read_text()[-3000:]
 
     bronze = _table(on_s3, "game_events")
-    rows = bronze.to_pyarrow_table(columns=["event_id", "_schema_id"])
+    rows = scan(bronze, ["event_id", "_schema_id"])
     assert sorted(rows["event_id"].to_pylist()) == sorted(e.event_id for e in events)
     assert rows.schema.field("_schema_id").type == pa.int32()
-    letters = _table(on_s3, "dead_letters").to_pyarrow_table(columns=["value", "stage"]).to_pylist()
+    letters = scan(_table(on_s3, "dead_letters"), ["value", "stage"]).to_pylist()
     assert [letter["value"] for letter in letters] == [b"not the wire format"] * 3
-    assert _table(on_s3, "ingest_event_log").to_pyarrow_table(columns=["kind"]).num_rows >= 2
+    assert scan(_table(on_s3, "ingest_event_log"), ["kind"]).num_rows >= 2
     _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
     assert not (tmp_path / "local" / "bronze").exists(), "nothing landed on the local disk"
 

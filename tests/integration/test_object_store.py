@@ -21,6 +21,7 @@ from gamelake_dev.localstack.object_store import client
 
 from ingest.core.settings.object_storage import s3_access
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.delta.table_scan import scan
 
 pytestmark = pytest.mark.integration
 
@@ -94,7 +95,7 @@ def test_delta_rs_appends_from_two_processes_to_one_table_on_s3_lose_and_repeat_
 
     table = DeltaTable(uri, storage_options=s3_options)
     assert table.version() == 2 * per_writer, "one version per append, none overwritten"
-    rows = table.to_pyarrow_table().to_pylist()
+    rows = scan(table).to_pylist()
     assert sorted((r["writer"], r["index"]) for r in rows) == sorted(
         (name, index) for name in ("a", "b") for index in range(per_writer)
     )
@@ -138,5 +139,27 @@ def test_blind_appends_racing_for_one_version_on_s3_let_one_win_and_delta_rs_rea
     assert won.count(True) == 1
     table = location.delta_table()
     assert table.version() == version
-    assert table.to_pyarrow_table(columns=["_kafka_offset"])["_kafka_offset"].to_pylist() == [7]
+    assert scan(table, ["_kafka_offset"])["_kafka_offset"].to_pylist() == [7]
     assert table.transaction_version(f"racer-{won.index(True)}") == won.index(True)
+
+
+def test_short_processes_that_read_a_table_on_s3_exit_cleanly(local_s3, s3_options):
+    """pyarrow's dataset aborted 16 of 40 such processes at exit (delta-io/delta-rs#2184);
+    ``scan`` reads through delta-rs's engine instead."""
+    uri = f"s3://{local_s3.bucket}/exits-{uuid.uuid4().hex[:8]}/events"
+    for part in range(6):  # several files, read in parallel
+        write_deltalake(
+            uri, pa.table({"n": range(part * 10, part * 10 + 10)}), storage_options=s3_options, mode="append"
+        )
+    reader = (
+        "import sys; from deltalake import DeltaTable;"
+        "from ingest.core.settings.object_storage import s3_access;"
+        "from ingest.landing.delta.table_scan import scan;"
+        "t = DeltaTable(sys.argv[1], storage_options=s3_access(sys.argv[1]).delta_rs_options());"
+        "print(scan(t, ['n'], where='\"n\" >= 5').num_rows)"
+    )
+    for _ in range(12):
+        done = subprocess.run(
+            [sys.executable, "-c", reader, uri], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=120
+        )
+        assert (done.returncode, done.stdout.strip()) == (0, "55"), done.stderr

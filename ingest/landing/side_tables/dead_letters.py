@@ -17,7 +17,6 @@ from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from confluent_kafka import KafkaException, Producer
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
@@ -26,6 +25,7 @@ from ingest.core.settings.ingest_settings import IngestSettings
 from ingest.core.settings.kafka_config import producer_config
 from ingest.landing.decode.bronze_columns import TIMESTAMP
 from ingest.landing.delta.table_location import TableLocation
+from ingest.landing.delta.table_scan import scan
 from ingest.landing.delta.tables import ensure_table
 from ingest.landing.records import DeadLetter, DecodedBatch, KafkaRecord, TopicPartition, txn_app_id
 
@@ -137,13 +137,13 @@ class DeltaDeadLetters:
         return out
 
     def _offsets(self, tp: TopicPartition, above: int, upto: int) -> set[int]:
+        # Numbers go into the SQL; the topic (text) is matched in Arrow.
         where = (
-            (ds.field("_kafka_topic") == tp.topic)
-            & (ds.field("_kafka_partition") == tp.partition)
-            & (ds.field("_kafka_offset") > above)
-            & (ds.field("_kafka_offset") <= upto)
+            f'"_kafka_partition" = {int(tp.partition)}'
+            f' AND "_kafka_offset" > {int(above)} AND "_kafka_offset" <= {int(upto)}'
         )
-        found = self.table.to_pyarrow_dataset().to_table(columns=["_kafka_offset"], filter=where)
+        found = scan(self.table, ["_kafka_topic", "_kafka_offset"], where=where)
+        found = found.filter(pc.equal(found["_kafka_topic"], tp.topic))
         return set(found.column("_kafka_offset").to_pylist())
 
     def write(
@@ -261,4 +261,4 @@ def make_sink(settings: IngestSettings) -> DeadLetterSink:
 
 
 def read_table(path: Path) -> pa.Table:
-    return DeltaTable(str(path)).to_pyarrow_table()
+    return scan(DeltaTable(str(path)))

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 from deltalake import DeltaTable
 
 from ingest.core.settings.ingest_settings import IngestSettings
-from ingest.landing.decode.bronze_columns import TIMESTAMP
+from ingest.landing.delta.table_scan import scan
 from ingest.ops.status.tables import describe, open_table
 
 HOUR_S = 3_600
@@ -28,10 +26,8 @@ def dead_letters_last_hour(table: DeltaTable | None, now: float) -> dict[str, in
     """Dead letters per stage written in the hour before ``now``."""
     if table is None:
         return {}
-    since = pa.scalar(int((now - HOUR_S) * 1_000_000), TIMESTAMP)
-    recent = table.to_pyarrow_dataset().to_table(
-        columns=["stage"], filter=ds.field("dead_lettered_at") >= since
-    )
+    since_us = int((now - HOUR_S) * 1_000_000)
+    recent = scan(table, ["stage"], where=f'"dead_lettered_at" >= to_timestamp_micros({since_us})')
     return {c["values"]: c["counts"] for c in pc.value_counts(recent.column("stage")).to_pylist()}
 
 
