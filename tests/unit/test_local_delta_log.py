@@ -4,6 +4,7 @@ lone writer reads no commit again, and that other writers' commits are seen and 
 from __future__ import annotations
 
 import errno
+import time
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
@@ -149,6 +150,9 @@ def test_commits_the_log_cleanup_removes_while_the_writer_reads_them_never_lose_
         return found
 
     monkeypatch.setattr(LogState, "_read_commit", cleanup_runs_during_the_read)
+    # Idle for longer than the writer trusts that no unread commit can be gone (bronze_log.py).
+    idle_until = time.monotonic() + 3600
+    monkeypatch.setattr(bronze_log.time, "monotonic", lambda: idle_until)
     files = writer.write_files(_rows([1]))
     version = writer.commit(files, {TP: Landing(0, 1)}, {})
     monkeypatch.undo()

@@ -9,6 +9,7 @@ conditional put (``If-None-Match: *``) of the version's file.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from deltalake import CommitProperties, DeltaTable, PostCommitHookProperties, Transaction
@@ -22,6 +23,8 @@ from ingest.landing.delta.object_delta_log import ObjectDeltaLog
 from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.table_properties import with_properties
 
+_CLEANUP_CHECK_EVERY_S = 60.0
+
 
 class BronzeLog:
     def __init__(self, location: TableLocation) -> None:
@@ -31,6 +34,7 @@ class BronzeLog:
             LocalDeltaLog(location.local_path) if location.is_local else ObjectDeltaLog(location)
         )
         self._handle: DeltaTable | None = None  # held only while commits go through delta-rs
+        self._looked_at = time.monotonic()  # before the load: when no next version was seen
         self.state = LogState.load(location)
         self.not_blind = self._why_not_blind()
 
@@ -38,18 +42,30 @@ class BronzeLog:
         return why_not(self.state) or self.delta_log.refused
 
     def latest(self) -> LogState:
-        """The state at the newest version: a look at the next version's name and a ``stat`` of
-        ``_last_checkpoint`` when nobody else committed. The commits after the state first, then
-        the check for commits the log cleanup removed unread (a writer idle past the retention):
-        in that order, one removed while ``advance`` read those before it is caught too, and no
-        blind append can take a cleaned-up version's name."""
+        """The state at the newest version: a look at the next version's name, and when the log
+        cleanup may have removed commits this writer never read (a writer idle past the
+        retention), a ``stat`` of ``_last_checkpoint``. The commits after the state first, then
+        that check: in that order, one removed while ``advance`` read those before it is caught
+        too, and no blind append can take a cleaned-up version's name."""
+        looking_at = time.monotonic()
         moved = self.state.advance()
-        if self.state.behind_checkpoint():
+        if self._unread_commits_may_be_gone(looking_at) and self.state.behind_checkpoint():
             self.state = LogState.load(self.location)
-        elif not moved:
-            return self.state
-        self.not_blind = self._why_not_blind()
+            moved = True
+        self._looked_at = looking_at
+        if moved:
+            self.not_blind = self._why_not_blind()
         return self.state
+
+    def _unread_commits_may_be_gone(self, now: float) -> bool:
+        """Every commit this writer has not read came after its last look, which found no next
+        version, and the cleanup removes only commits older than the log retention. So for a
+        while after that look none can be gone, and the ``stat`` (a HEAD on S3, one of three
+        requests a commit) is spared: for half the retention this writer knows (room for clocks
+        that differ between hosts), and at most a minute, in case someone else shortened the
+        retention in a commit this writer has not read. The service's retention is 1 hour at
+        the least."""
+        return now - self._looked_at >= min(self.state.log_retention_s() / 2, _CLEANUP_CHECK_EVERY_S)
 
     def delta_rs(self) -> DeltaTable:
         """A delta-rs handle at the newest version, for what only delta-rs does: schema and

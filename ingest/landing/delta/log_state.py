@@ -12,6 +12,7 @@ against 44-45 MB for a handle, with 0 to 100,000 tombstones in the checkpoint.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,10 @@ from ingest.landing.delta.table_location import TableLocation
 _WANTED = ("txn", "metaData", "protocol")
 _WANTED_PREFIXES = tuple(f'{{"{action}"' for action in _WANTED)
 _CHECKPOINT_BATCH = 8192  # rows of a checkpoint read at a time
+LOG_RETENTION = "delta.logRetentionDuration"
+DEFAULT_LOG_RETENTION_S = 30 * 86400.0
+_INTERVAL = re.compile(r"(?:interval\s+)?(\d+)\s*(second|minute|hour|day|week)s?")
+_UNIT_S = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
 
 
 class UnreadableLogError(IngestError):
@@ -88,6 +93,15 @@ class LogState:
 
     def arrow_schema(self) -> pa.Schema:
         return _arrow_schema(self.schema_string)
+
+    def log_retention_s(self) -> float:
+        """How old a commit must be before the log cleanup may remove it: the table's
+        ``delta.logRetentionDuration`` (Delta's default, 30 days, when unset); 0 when unreadable."""
+        text = self.configuration.get(LOG_RETENTION)
+        if text is None:
+            return DEFAULT_LOG_RETENTION_S
+        found = _INTERVAL.fullmatch(text.strip().lower())
+        return int(found[1]) * _UNIT_S[found[2]] if found else 0.0
 
     def _checkpoint_version(self) -> int | None:
         name = "_last_checkpoint"
