@@ -18,7 +18,9 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from deltalake import DeltaTable
 from gamelake_dev.producer.publish import REGISTRY_TIMEOUT_S
 
+from ingest.core.settings.object_storage import s3_access
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.delta.table_scan import scan
 
 
 def bronze(warehouse: Path) -> pa.Table:
@@ -140,3 +142,26 @@ def registry_client(url: str, **conf: str) -> SchemaRegistryClient:
     forever, and the local registry now and then never answers the serializer's lookup of
     topic associations, an API it does not have (seen once in CI); with one, the client retries."""
     return SchemaRegistryClient({"url": url, "timeout": REGISTRY_TIMEOUT_S, **conf})
+
+
+def s3_table(warehouse_uri: str, name: str) -> DeltaTable:
+    options = s3_access(warehouse_uri).delta_rs_options()
+    return DeltaTable(f"{warehouse_uri}/bronze/{name}", storage_options=options)
+
+
+def landed_on_s3(warehouse_uri: str) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for name in ("game_events", "dead_letters"):
+        try:
+            rows = scan(s3_table(warehouse_uri, name), ["_kafka_partition", "_kafka_offset"])
+        except Exception:  # a table no run created (no dead letter yet)
+            continue
+        out += list(zip(rows["_kafka_partition"].to_pylist(), rows["_kafka_offset"].to_pylist(), strict=True))
+    return out
+
+
+def assert_exactly_once_on_s3(warehouse_uri: str, bootstrap: str, topic: str) -> None:
+    landed = landed_on_s3(warehouse_uri)
+    repeated = [c for c, n in Counter(landed).items() if n > 1]
+    assert not repeated, f"{len(repeated)} coordinates landed twice, e.g. {sorted(repeated)[:5]}"
+    assert set(landed) == kafka_coordinates(bootstrap, topic)

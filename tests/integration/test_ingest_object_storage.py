@@ -8,21 +8,20 @@ import os
 import subprocess
 import sys
 import uuid
-from collections import Counter
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 from gamelake_dev.producer.datagen import EventGenerator
 from gamelake_dev.producer.publish import publish
 
-from ingest.core.settings.object_storage import s3_access
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.landing.delta.table_scan import scan
 from tests.integration.ingest_support import (
-    kafka_coordinates,
+    assert_exactly_once_on_s3,
+    landed_on_s3,
     produce_raw,
     run_service,
+    s3_table,
     service_env,
     start_service,
     wait_until,
@@ -48,29 +47,6 @@ def _env(stack, topic, tmp_path, warehouse_uri: str, **settings: object) -> dict
     return service_env(stack, topic, tmp_path / "local", warehouse_uri=warehouse_uri, **settings)
 
 
-def _table(warehouse_uri: str, name: str) -> DeltaTable:
-    options = s3_access(warehouse_uri).delta_rs_options()
-    return DeltaTable(f"{warehouse_uri}/bronze/{name}", storage_options=options)
-
-
-def _landed(warehouse_uri: str) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for name in ("game_events", "dead_letters"):
-        try:
-            rows = scan(_table(warehouse_uri, name), ["_kafka_partition", "_kafka_offset"])
-        except Exception:  # a table no run created (no dead letter yet)
-            continue
-        out += list(zip(rows["_kafka_partition"].to_pylist(), rows["_kafka_offset"].to_pylist(), strict=True))
-    return out
-
-
-def _assert_exactly_once(warehouse_uri: str, bootstrap: str, topic: str) -> None:
-    landed = _landed(warehouse_uri)
-    repeated = [c for c, n in Counter(landed).items() if n > 1]
-    assert not repeated, f"{len(repeated)} coordinates landed twice, e.g. {sorted(repeated)[:5]}"
-    assert set(landed) == kafka_coordinates(bootstrap, topic)
-
-
 def _publish(stack, topic: str, count: int, seed: int) -> list:
     events = list(EventGenerator(GAMES, [1, 2, 3], seed=seed).events(count))
     summary = publish(stack.endpoints(topic), iter(events), [1, 2, 3], partitions=4, progress=False)
@@ -85,14 +61,14 @@ def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_t
     env = _env(stack, fresh_topic, tmp_path, on_s3, flush_rows=700, compact_every_commits=5)
     assert run_service(env, log=log) == 0, log.read_text()[-3000:]
 
-    bronze = _table(on_s3, "game_events")
+    bronze = s3_table(on_s3, "game_events")
     rows = scan(bronze, ["event_id", "_schema_id"])
     assert sorted(rows["event_id"].to_pylist()) == sorted(e.event_id for e in events)
     assert rows.schema.field("_schema_id").type == pa.int32()
-    letters = scan(_table(on_s3, "dead_letters"), ["value", "stage"]).to_pylist()
+    letters = scan(s3_table(on_s3, "dead_letters"), ["value", "stage"]).to_pylist()
     assert [letter["value"] for letter in letters] == [b"not the wire format"] * 3
-    assert scan(_table(on_s3, "ingest_event_log"), ["kind"]).num_rows >= 2
-    _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
+    assert scan(s3_table(on_s3, "ingest_event_log"), ["kind"]).num_rows >= 2
+    assert_exactly_once_on_s3(on_s3, stack.bootstrap_servers, fresh_topic)
     assert not (tmp_path / "local" / "bronze").exists(), "nothing landed on the local disk"
 
     events_logged = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
@@ -104,7 +80,7 @@ def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_t
     # A restart resumes from the offsets in bronze's commits on S3.
     _publish(stack, fresh_topic, 1000, seed=12)
     assert run_service(env, log=log) == 0, log.read_text()[-3000:]
-    _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
+    assert_exactly_once_on_s3(on_s3, stack.bootstrap_servers, fresh_topic)
 
     # `ingest status` reads the landing tables where they are.
     report = json.loads(_ingest(env, "status", "--json").stdout)
@@ -130,7 +106,7 @@ def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_t
     )
     assert upkeep.returncode == 0, upkeep.stderr
     assert f"{on_s3}/bronze/game_events: " in upkeep.stdout
-    _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
+    assert_exactly_once_on_s3(on_s3, stack.bootstrap_servers, fresh_topic)
 
 
 def test_two_instances_on_s3_with_one_killed_mid_batch_land_every_record_once(
@@ -147,12 +123,12 @@ def test_two_instances_on_s3_with_one_killed_mid_batch_land_every_record_once(
             wait_until(lambda log=log: _owns_partitions(tmp_path / log), 60, f"{log} to own partitions")
         _publish(stack, fresh_topic, 6000, seed=21)
         assert doomed.wait(timeout=180) == -9, "killed at its 4th batch, after writing files on S3"
-        wait_until(lambda: len(set(_landed(on_s3))) >= 6008, 180, "the survivor to land the rest")
+        wait_until(lambda: len(set(landed_on_s3(on_s3))) >= 6008, 180, "the survivor to land the rest")
     finally:
         for proc in (doomed, survivor):
             proc.terminate()
             proc.wait(timeout=60)
-    _assert_exactly_once(on_s3, stack.bootstrap_servers, fresh_topic)
+    assert_exactly_once_on_s3(on_s3, stack.bootstrap_servers, fresh_topic)
     for log in ("doomed.log", "survivor.log"):
         assert _commits(tmp_path / log), f"{log}: both instances committed to bronze on S3"
     upkeeps = [

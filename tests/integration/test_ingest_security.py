@@ -13,33 +13,27 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
-from confluent_kafka import Producer
 from gamelake_dev.demo_schemas import load_version
-from gamelake_dev.localstack.kafka_users import add_scram_user
 from gamelake_dev.localstack.stack import StackPorts, ca_certificate
 from gamelake_dev.localstack.tls import ensure_broker_tls
-from gamelake_dev.producer.publish import ensure_topic, register_versions
+from gamelake_dev.producer.publish import ensure_topic
 
 from ingest.core.settings.paths import PROJECT_DIR
-from ingest.landing.decode import wire_format
 from tests.integration.ingest_support import assert_exactly_once, bronze, registry_client, service_env, table
+from tests.integration.secure_stack import (
+    PASSWORD,
+    REGISTRY_PASSWORD,
+    REGISTRY_USER,
+    USER,
+    WRONG_PASSWORD,
+    produce_secure,
+)
 
 pytestmark = pytest.mark.integration
-
-USER = "studio-ingest"
-PASSWORD = "Quokka-Lantern-4417-Saffron"  # distinctive: searched for in every output
-WRONG_PASSWORD = "Walrus-Ember-9902-Thistle"
-
-
-@pytest.fixture(scope="module")
-def scram_user(stack) -> str:
-    add_scram_user(stack.bootstrap_servers, USER, PASSWORD)
-    return USER
 
 
 def _secure(stack, topic: str, warehouse: Path, password: str = PASSWORD, **settings: object) -> dict:
@@ -62,38 +56,11 @@ def _ingest(env: dict, *args: str, timeout: float = 120) -> subprocess.Completed
     return subprocess.run(command, env=env, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=timeout)
 
 
-def _produce_secure(stack, topic: str, count: int) -> list[str]:
-    """Events produced through the SASL_SSL listener; returns their event ids."""
-    serializer = register_versions(stack.endpoints(topic), [2])[2]
-    producer = Producer(
-        {
-            "bootstrap.servers": StackPorts.from_env().sasl_ssl_bootstrap_servers,
-            "security.protocol": "SASL_SSL",
-            "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": USER,
-            "sasl.password": PASSWORD,
-            "ssl.ca.location": str(ca_certificate()),
-            "enable.idempotence": True,
-        }
-    )
-    from confluent_kafka.serialization import MessageField, SerializationContext
-
-    ctx = SerializationContext(topic, MessageField.VALUE)
-    v2 = load_version(2).message_class
-    ids = [f"secure-{i}" for i in range(count)]
-    for i, event_id in enumerate(ids):
-        value = serializer(v2(event_id=event_id, game_name="kart_legends", score=i), ctx)
-        producer.produce(topic, key=b"g", value=value)
-    producer.produce(topic, key=b"g", value=wire_format.frame(999_999, b"\x00"))  # a dead letter too
-    assert producer.flush(30) == 0
-    return ids
-
-
 def test_events_produced_and_ingested_over_sasl_ssl_land_exactly_once(
     stack, scram_user, fresh_topic, tmp_path
 ):
     ensure_topic(stack.endpoints(fresh_topic), partitions=2)
-    ids = _produce_secure(stack, fresh_topic, 200)
+    ids = produce_secure(stack, fresh_topic, 200)
 
     result = _ingest(
         _secure(stack, fresh_topic, tmp_path, unknown_schema_retries=0), "run", "--until-caught-up"
@@ -134,7 +101,7 @@ def test_a_refused_login_or_certificate_is_one_line_naming_the_setting(
 
 def test_the_password_never_leaves_in_logs_status_errors_or_tables(stack, scram_user, fresh_topic, tmp_path):
     ensure_topic(stack.endpoints(fresh_topic), partitions=1)
-    _produce_secure(stack, fresh_topic, 20)
+    produce_secure(stack, fresh_topic, 20)
     # DEBUG logs, librdkafka's own debug output on security and config, a passthrough secret too.
     env = _secure(stack, fresh_topic, tmp_path, unknown_schema_retries=0, log_level="debug")
     env["GAMELAKE_INGEST_KAFKA"] = json.dumps({"debug": "security,broker,conf", "ssl.key.password": PASSWORD})
@@ -169,25 +136,6 @@ def test_a_setting_named_twice_is_refused_before_anything_connects(stack, fresh_
     assert result.returncode == 2
     assert "'security.protocol' is set twice" in result.stderr and "security_protocol" in result.stderr
     assert PASSWORD not in result.stderr + result.stdout
-
-
-REGISTRY_USER = "studio-registry"
-REGISTRY_PASSWORD = "Heron-Copper-3385-Juniper"
-
-
-@pytest.fixture(scope="module")
-def authed_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A second Apicurio Registry that answers only requests with HTTP basic auth."""
-    from gamelake_dev.localstack import process
-    from gamelake_dev.localstack.apicurio import confluent_url, registry
-
-    state = tmp_path_factory.mktemp("authed-registry")
-    server = registry(state, 8095, 9095, users={REGISTRY_USER: REGISTRY_PASSWORD})
-    process.start(server)
-    try:
-        yield confluent_url(8095)
-    finally:
-        process.stop(server)
 
 
 def test_registry_basic_auth_lands_with_the_right_password_and_is_one_line_with_a_wrong_one(
