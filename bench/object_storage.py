@@ -1,13 +1,15 @@
 """Landing on S3 against landing on a local disk, in one run on one machine.
 
-    python -m bench.object_storage [--events 400000] [--rate 20000] [--seconds 20]
+    python -m bench.object_storage [--events 400000] [--rate 20000] [--seconds 20] [--upkeep-every 0]
 
 For each place: ingest throughput with 1 and with 2 instances (``bench.run.throughput``), and
 produce -> bronze p50/p99 at ``--rate`` events/s (``bench.run.freshness``). S3 is a private
 S3Proxy started for the run on loopback, with its request log on, so the requests of the
 freshness run are counted by table and method. "Per commit" counts the requests between the
 run's first and last bronze commit, divided by the commits in between: startup (table creation,
-the first reads) is left out. Results: bench/results/object_storage.md.
+the first reads) is left out. ``--upkeep-every N`` runs the service's upkeep (compaction,
+checkpoints, log cleanup, vacuum) every N commits in the freshness runs, so its requests are
+counted too. Results: bench/results/object_storage.md.
 """
 
 from __future__ import annotations
@@ -100,6 +102,9 @@ def main() -> int:
     parser.add_argument("--events", type=int, default=400_000)
     parser.add_argument("--rate", type=float, default=20_000)
     parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument(
+        "--upkeep-every", type=int, default=0, help="compact_every_commits of the freshness runs (0: off)"
+    )
     args = parser.parse_args()
     base = Endpoints.from_env()
     server, where = _start_s3(Path(tempfile.mkdtemp(prefix="gamelake-bench-s3-")))
@@ -112,7 +117,7 @@ def main() -> int:
                     _endpoints(base, "tp"), args.events, instances, 100_000, Lakehouse.fresh(bucket)
                 )
             lake = Lakehouse.fresh(bucket)
-            fresh = freshness(_endpoints(base, "fr"), args.rate, args.seconds, 0.5, lake)
+            fresh = freshness(_endpoints(base, "fr"), args.rate, args.seconds, 0.5, lake, args.upkeep_every)
             rows[f"{place}, freshness"] = fresh
             if bucket:
                 start, end, commits = _commit_window(lake)

@@ -207,7 +207,12 @@ def throughput(
 
 
 def freshness(
-    endpoints: Endpoints, rate: float, seconds: float, flush_interval_s: float, lake: Lakehouse | None = None
+    endpoints: Endpoints,
+    rate: float,
+    seconds: float,
+    flush_interval_s: float,
+    lake: Lakehouse | None = None,
+    upkeep_every: int = 0,
 ) -> dict[str, object]:
     ensure_topic(endpoints, 6)
     pool = _payload_pool(endpoints)
@@ -217,7 +222,7 @@ def freshness(
         lake.warehouse,
         flush_interval_s=flush_interval_s,
         flush_rows=100_000,
-        compact_every_commits=0,
+        compact_every_commits=upkeep_every,
         **lake.settings(),
     )
     load_before = _load()
