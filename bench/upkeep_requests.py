@@ -132,7 +132,7 @@ def main() -> int:
     commit_gets = total.get("commit GET", 0)
     body.append(
         f"- the whole upkeep: {sum(total.values())} requests, {commit_gets} GETs of commit files "
-        f"({commit_gets / (args.commits + 1):.1f} per commit since the checkpoint)"
+        f"({commit_gets / args.commits:.1f} per commit after the checkpoint)"
     )
     print("\n".join(body))
     append_section(RESULTS, "The upkeep's requests on S3, step by step", body)
