@@ -54,7 +54,8 @@ class LogState:
     schema_string: str = ""
     txns: dict[str, int] = field(default_factory=dict)
     # ``_last_checkpoint``'s identity (inode, size, mtime) and the version it named: read again
-    # only when it changes, so the check before each batch costs a ``stat`` (a HEAD on S3).
+    # only when it changes, so a check costs a ``stat`` (a HEAD on S3); BronzeLog checks at most
+    # once a minute.
     _pointer: tuple[tuple[object, ...], int] | None = field(default=None, repr=False)
 
     @classmethod
