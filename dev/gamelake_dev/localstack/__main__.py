@@ -1,4 +1,4 @@
-"""python -m gamelake_dev.localstack fetch|up|down|status"""
+"""python -m gamelake_dev.localstack fetch|fetch-s3|up|down|status"""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ def main(argv: list[str]) -> int:
     try:
         if verb == "fetch":
             artifacts.fetch_all()
+        elif verb == "fetch-s3":
+            artifacts.fetch_s3()
         elif verb in ("up", "down", "status"):
             ports = stack.StackPorts.from_env()
             {"up": stack.up, "down": stack.down, "status": stack.describe}[verb](ports)
         else:
-            print("usage: python -m gamelake_dev.localstack fetch|up|down|status", file=sys.stderr)
+            print("usage: python -m gamelake_dev.localstack fetch|fetch-s3|up|down|status", file=sys.stderr)
             return 2
     except IngestError as err:
         print(f"stack: {err}", file=sys.stderr)

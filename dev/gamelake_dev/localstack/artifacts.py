@@ -13,7 +13,15 @@ from pathlib import Path
 
 from ingest.core.errors import StackError
 from ingest.core.settings.paths import JVM_DIR, PROJECT_DIR
-from ingest.core.spark.jvm import DELTA_JARS_DIR, DELTA_VERSION, SPARK_BINARY_VERSION
+from ingest.core.spark.jvm import (
+    DELTA_JARS_DIR,
+    DELTA_VERSION,
+    HADOOP_VERSION,
+    LOG_STORE_JAR,
+    LOG_STORE_SOURCE,
+    S3A_JARS_DIR,
+    SPARK_BINARY_VERSION,
+)
 
 KAFKA_VERSION = "4.3.1"
 APICURIO_VERSION = "3.3.3"
@@ -105,6 +113,73 @@ def _fetch_s3proxy() -> None:
         f"S3Proxy {S3PROXY_VERSION}",
     )
     (download / f"s3proxy-{S3PROXY_VERSION}-jar-with-dependencies.jar").rename(S3PROXY_JAR)
+
+
+def _fetch_s3a() -> None:
+    if any(S3A_JARS_DIR.glob("hadoop-aws-*.jar")):
+        return
+    _mvn(
+        [
+            "dependency:copy-dependencies",
+            f"-Dhadoop.version={HADOOP_VERSION}",
+            "-DincludeScope=runtime",
+            f"-DoutputDirectory={S3A_JARS_DIR}",
+        ],
+        POM_DIR / "hadoop-aws",
+        f"Hadoop's S3A connector {HADOOP_VERSION} and the AWS SDK (about 690 MB, once)",
+    )
+
+
+def _pyspark_jars() -> Path:
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    if not (jars / f"hadoop-client-api-{HADOOP_VERSION}.jar").is_file():
+        found = ", ".join(p.name for p in jars.glob("hadoop-client-api-*.jar")) or "none"
+        raise StackError(
+            f"the pyspark wheel's Hadoop is {found}, not {HADOOP_VERSION}: set HADOOP_VERSION in "
+            "ingest/core/spark/jvm.py to match it, so that hadoop-aws matches Hadoop"
+        )
+    return jars
+
+
+def _build_log_store() -> None:
+    """Compile the conditional-put log store (native/delta-logstore) against the jars it runs with."""
+    sources = sorted(LOG_STORE_SOURCE.rglob("*.java"))
+    newest = max(source.stat().st_mtime for source in sources)
+    if LOG_STORE_JAR.is_file() and LOG_STORE_JAR.stat().st_mtime >= newest:
+        return
+    for tool in ("javac", "jar"):
+        if shutil.which(tool) is None:
+            raise StackError(f"{tool} is not on PATH: install a JDK (openjdk-17-jdk-headless)")
+    classpath = [
+        _pyspark_jars() / f"hadoop-client-api-{HADOOP_VERSION}.jar",
+        *DELTA_JARS_DIR.glob("delta-storage-*.jar"),
+        *S3A_JARS_DIR.glob("hadoop-aws-*.jar"),
+    ]
+    classes = JVM_DIR / "delta-logstore-classes"
+    shutil.rmtree(classes, ignore_errors=True)
+    compiled = subprocess.run(
+        ["javac", "--release", "17", "-Xlint:all", "-Werror", "-d", str(classes),
+         "-cp", ":".join(str(jar) for jar in classpath), *map(str, sources)],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    if compiled.returncode != 0:
+        raise StackError(f"javac could not compile {LOG_STORE_SOURCE}:\n{compiled.stderr.strip()}")
+    staging = LOG_STORE_JAR.with_suffix(".partial")
+    subprocess.run(["jar", "cf", str(staging), "-C", str(classes), "."], check=True)
+    staging.rename(LOG_STORE_JAR)
+    shutil.rmtree(classes)
+    print(f"jvm: built {LOG_STORE_JAR.name} from {LOG_STORE_SOURCE.relative_to(PROJECT_DIR)}", flush=True)
+
+
+def fetch_s3() -> None:
+    """What Spark needs for tables on S3: S3A and the log store. Idempotent; after ``fetch_all``."""
+    fetch_all()
+    _fetch_s3a()
+    _build_log_store()
+    print(f"jvm: S3A jars in {S3A_JARS_DIR}, the log store in {LOG_STORE_JAR}")
 
 
 def fetch_all() -> None:

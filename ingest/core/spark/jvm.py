@@ -1,15 +1,22 @@
-"""Where the product's JVM jars live: Delta Lake for Spark, resolved into .cache/jvm by ``make jvm``."""
+"""Where the product's JVM jars live, resolved into .cache/jvm: Delta Lake for Spark (``make jvm``),
+and for tables on S3, Hadoop's S3A connector and gamelake's conditional-put log store
+(``make jvm-s3``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ingest.core.errors import ConfigError
-from ingest.core.settings.paths import JVM_DIR
+from ingest.core.settings.paths import JVM_DIR, PROJECT_DIR
 
 DELTA_VERSION = "4.4.0"  # must match the delta-spark wheel
 SPARK_BINARY_VERSION = "4.2"  # must match the pyspark wheel
+HADOOP_VERSION = "3.5.0"  # must match the pyspark wheel's hadoop-client-api jar
 DELTA_JARS_DIR = JVM_DIR / f"delta-{DELTA_VERSION}"
+S3A_JARS_DIR = JVM_DIR / f"hadoop-aws-{HADOOP_VERSION}"
+LOG_STORE_SOURCE = PROJECT_DIR / "native" / "delta-logstore" / "src"
+LOG_STORE_JAR = JVM_DIR / "gamelake-delta-logstore.jar"
+LOG_STORE_CLASS = "io.gamelake.delta.ConditionalPutLogStore"
 
 
 def delta_jars() -> list[Path]:
@@ -17,3 +24,17 @@ def delta_jars() -> list[Path]:
     if not jars:
         raise ConfigError(f"no Delta jars in {DELTA_JARS_DIR}: run `make jvm`")
     return jars
+
+
+def s3a_jars() -> list[Path]:
+    """hadoop-aws and the AWS SDK bundle: for the driver's (and executors') class path."""
+    jars = sorted(S3A_JARS_DIR.glob("*.jar"))
+    if not jars:
+        raise ConfigError(f"no S3A jars in {S3A_JARS_DIR}: Spark on S3 needs them; run `make jvm-s3`")
+    return jars
+
+
+def log_store_jar() -> Path:
+    if not LOG_STORE_JAR.is_file():
+        raise ConfigError(f"no {LOG_STORE_JAR}: Spark on S3 commits through it; run `make jvm-s3`")
+    return LOG_STORE_JAR
