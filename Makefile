@@ -9,6 +9,7 @@ STAMP := $(VENV)/.gamelake-installed
 PROTO_STAMP := dev/gamelake_dev/proto/gen/.stamp
 JVM_STAMP := .cache/jvm/.stamp
 SPARK_STAMP := $(VENV)/.gamelake-spark-defaults
+S3A_STAMP := .cache/jvm/.stamp-s3
 PYTEST_ARGS ?=
 SOAK_MINUTES ?= 120
 SOAK_RATE ?= 10000
@@ -20,10 +21,10 @@ FRESH_RATE ?= 20000
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
 
-.PHONY: help setup proto jvm stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer bench-memory bench-decode bench-profile docs docs-config docs-serve lock clean
+.PHONY: help setup proto jvm jvm-s3 run-s3 stack-up stack-down stack-status produce run run-continuous test test-unit lint alerts-check compact audit bench bench-soak bench-freshness bench-throughput bench-incremental bench-writer bench-memory bench-decode bench-profile docs docs-config docs-serve lock clean
 
 help: ## List the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 NATIVE := native/protojson
 # rustup's cargo, for a shell that did not source ~/.cargo/env
@@ -46,6 +47,10 @@ $(JVM_STAMP): $(STAMP) $(wildcard stack/maven/*/pom.xml) dev/gamelake_dev/locals
 	$(BIN)/python -m gamelake_dev.localstack fetch
 	touch $@
 
+$(S3A_STAMP): $(JVM_STAMP) stack/maven/hadoop-aws/pom.xml $(wildcard native/delta-logstore/src/io/gamelake/delta/*.java)
+	$(BIN)/python -m gamelake_dev.localstack fetch-s3
+	touch $@
+
 $(SPARK_STAMP): $(JVM_STAMP) ingest/core/spark/session.py
 	$(BIN)/python -m ingest.core.spark.session write-defaults
 	touch $@
@@ -55,6 +60,8 @@ setup: $(STAMP) $(PROTO_STAMP) $(JVM_STAMP) $(SPARK_STAMP) ## Install everything
 proto: $(PROTO_STAMP) ## Compile the event schema versions (dev/gamelake_dev/proto) into descriptor sets
 
 jvm: $(JVM_STAMP) ## Resolve Kafka, Apicurio Registry and Delta jars from Maven Central into .cache/jvm
+
+jvm-s3: $(S3A_STAMP) ## Spark on S3: resolve hadoop-aws + the AWS SDK (690 MB), build the conditional-put log store
 
 stack-up: setup ## Start Kafka (KRaft) and the Schema Registry on loopback (idempotent)
 	$(BIN)/ingest stack up
@@ -71,10 +78,13 @@ produce: stack-up ## Produce a demo stream of mixed schema versions
 run: setup ## The main job on the embedded default: stack -> produce -> ingest -> dbt build -> docs
 	$(BIN)/python -m gamelake_dev.pipeline
 
+run-s3: setup $(S3A_STAMP) ## The main job with the whole lakehouse on the local S3 server (bronze, silver, gold)
+	$(BIN)/python -m gamelake_dev.pipeline --s3
+
 run-continuous: setup ## Live: producer + ingest + continuous refresh of silver and gold until Ctrl-C
 	$(BIN)/python -m gamelake_dev.continuous
 
-test: setup ## Run the whole test suite (starts and stops the local stack itself)
+test: setup $(S3A_STAMP) ## Run the whole test suite (starts and stops the local stack itself)
 	@if command -v cargo >/dev/null; then cargo test --quiet --locked --manifest-path $(NATIVE)/Cargo.toml; \
 	else echo "test: no cargo on PATH: $(NATIVE)'s own tests skipped"; fi
 	$(BIN)/pytest $(PYTEST_ARGS)

@@ -6,10 +6,15 @@ stack up -> produce a demo stream -> show what arrived in Kafka, by schema versi
 -> ``ingest status``: every layer, Kafka to gold, with its freshness and any anomaly.
 Each step prints what it did; a failing step stops the run with its error. The status's
 warnings (exit code 1) are shown, not fatal; a critical finding (2) fails the run.
+
+``--s3`` (``make run-s3``) runs the same steps with the whole lakehouse on the stack's S3 server:
+bronze and its side tables through delta-rs, silver and gold through Spark's S3A, every commit a
+conditional put. Only the Derby metastore stays on local disk.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -24,6 +29,7 @@ from ingest.core.errors import IngestError
 from ingest.core.settings.endpoints import Endpoints
 
 DEMO_EVENTS = 20_000
+S3_PREFIX = "lakehouse"
 
 
 def _step(title: str, action: Callable[[], None]) -> None:
@@ -75,10 +81,32 @@ def show_arrivals(endpoints: Endpoints) -> None:
         print(f"   schema id {schema_id:>4}  ->  {label:40} {count:>8} messages")
 
 
-def main() -> int:
+def use_local_s3() -> None:
+    """Point this run (and the processes it starts) at the stack's S3 server, as an operator's
+    AWS variables would, and render the Spark settings a shell's dbt needs there."""
+    from gamelake_dev.localstack import artifacts, stack
+    from ingest.core.spark.session import write_defaults
+
+    artifacts.fetch_s3()
+    server = stack.StackPorts.from_env().object_store
+    for name in [name for name in os.environ if name.startswith("AWS_")]:
+        del os.environ[name]
+    os.environ.update(server.client_environment())
+    lakehouse = f"s3://{server.bucket}/{S3_PREFIX}"
+    os.environ["GAMELAKE_INGEST_WAREHOUSE_URI"] = lakehouse
+    conf = write_defaults(lakehouse)
+    print(f"   lakehouse: {lakehouse} on {server.endpoint_url}")
+    print(f"   dbt from a shell: eval \"$(.venv/bin/ingest stack status | grep export)\"; "
+          f"export GAMELAKE_INGEST_WAREHOUSE_URI={lakehouse} SPARK_CONF_DIR={conf.parent}")  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
     endpoints = Endpoints.from_env()
+    on_s3 = argv[1:] == ["--s3"]
     try:
         _step("local stack: Kafka, Schema Registry, S3 server", lambda: _ingest("stack", "up"))
+        if on_s3:
+            _step("the lakehouse on the local S3 server", use_local_s3)
         _step(
             f"produce {DEMO_EVENTS} events (schema v1, v2, v3 mixed)",
             lambda: _ingest("produce", "--count", str(DEMO_EVENTS), "--seed", "42", "--versions", "1,2,3"),
@@ -98,4 +126,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv))

@@ -64,6 +64,7 @@ def summary(spark: Any) -> list[str]:
 
 
 def run(_args: argparse.Namespace | None = None) -> int:
+    from ingest.core.spark.object_storage import lakehouse_uri
     from ingest.core.spark.session import local_session
 
     if sync(PROJECT_DIR, check=True).changed:
@@ -71,7 +72,7 @@ def run(_args: argparse.Namespace | None = None) -> int:
             "seeds/games.csv or ingest/core/bronze_contract.yml changed since the models were generated: "
             "run `ingest games sync`"
         )
-    spark = local_session()
+    spark = local_session(lakehouse=lakehouse_uri())
     dbt = WarmDbt(PROJECT_DIR, PROFILES_DIR)  # the build parses the project; docs reuse that parse
     seconds = {"build (parse and seed included)": _dbt(dbt, "build"), "docs": _dbt(dbt, "docs", "generate")}
     docs_site.finish()

@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import functools
 import http.server
+import os
 import re
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from pathlib import Path
 from ingest.core.errors import ConfigError
 from ingest.core.settings.paths import PROJECT_DIR
 
-SITE = PROJECT_DIR / "target"
+SITE = PROJECT_DIR / os.environ.get("DBT_TARGET_PATH", "target")  # dbt's own variable
 PAGES = ("index.html", "static_index.html")
 HIDDEN_BY_DEFAULT = ("test", "unit_test")
 # the default selection of dbt-docs' graph: `selectorService ... {include:"", ..., resource_types:[...]`

@@ -231,9 +231,15 @@ def _health() -> dict[str, object]:
 def _refresh(args: argparse.Namespace) -> int:
     from ingest.core.metrics import prometheus as metrics
     from ingest.core.metrics.dashboard_page import render_page
+    from ingest.core.spark.object_storage import lakehouse_uri
     from ingest.core.spark.session import local_session, spark_settings
 
     configure_logging(logging.INFO, args.log_format or "auto")
+    if lakehouse_uri() is not None:
+        raise ConfigError(
+            "ingest refresh watches bronze on local disk only, and GAMELAKE_INGEST_WAREHOUSE_URI puts it "
+            "on S3: run `ingest dbt-build` (or `dbt build`) there instead"
+        )
     if args.min_interval < 0:
         raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
     for flag, value, unit in (

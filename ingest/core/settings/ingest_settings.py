@@ -114,7 +114,8 @@ class IngestSettings(BaseSettings):
     dbt_warehouse_dir: Path | None = Field(
         None,
         description="Where dbt's Spark keeps silver and gold (spark.sql.warehouse.dir): "
-        "<dir>/silver.db/silver_<game>, <dir>/gold.db/gold_<game>_...; default <warehouse_dir>/spark.",
+        "<dir>/silver.db/silver_<game>, <dir>/gold.db/gold_<game>_...; default <warehouse_dir>/spark, "
+        "or <warehouse_uri>/spark-warehouse when warehouse_uri is set.",
     )
     app_id: str = Field(
         "gamelake-ingest",
@@ -315,9 +316,20 @@ class IngestSettings(BaseSettings):
     def dbt_tables_dir(self) -> Path:
         return self.dbt_warehouse_dir or spark_warehouse(self.warehouse_dir)
 
-    def dbt_table_path(self, schema: str, table: str) -> Path:
-        """A silver or gold table's directory: Spark keeps schema ``s`` in ``<dir>/s.db``."""
-        return self.dbt_tables_dir / f"{schema}.db" / table
+    @property
+    def dbt_tables_location(self) -> Path | str:
+        """Where dbt's Spark keeps silver and gold: ``<warehouse_uri>/spark-warehouse`` when the
+        lakehouse is on S3 (ingest/core/spark/object_storage.py), else ``dbt_tables_dir``."""
+        if self.warehouse_uri is not None and self.dbt_warehouse_dir is None:
+            return f"{self.warehouse_uri.rstrip('/')}/spark-warehouse"
+        return self.dbt_tables_dir
+
+    def dbt_table_path(self, schema: str, table: str) -> Path | str:
+        """A silver or gold table's directory or URI: Spark keeps schema ``s`` in ``<dir>/s.db``."""
+        location = self.dbt_tables_location
+        if isinstance(location, str):
+            return f"{location}/{schema}.db/{table}"
+        return location / f"{schema}.db" / table
 
 
 _CONFIG_FILE: dict[str, Path] = {}

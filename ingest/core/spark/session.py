@@ -8,6 +8,10 @@
   (the ``local`` target) and the Spark Thrift Server get exactly the same settings.
 
 Run ``python -m ingest.core.spark.session write-defaults`` after the jars are fetched (``make setup``).
+
+For a lakehouse on S3 (``GAMELAKE_INGEST_WAREHOUSE_URI=s3://bucket/prefix``, the ingest's own
+setting), ``write-defaults --s3`` renders the same settings plus S3's into a folder of their own,
+with a Derby metastore of its own beside it; a shell's ``dbt`` uses them with ``SPARK_CONF_DIR``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingest.core.settings.paths import WAREHOUSE_DIR, spark_warehouse
-from ingest.core.spark.jvm import delta_jars
+from ingest.core.spark.jvm import delta_jars, log_store_jar
+from ingest.core.spark.object_storage import lakehouse_uri, s3_spark_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -26,19 +31,27 @@ if TYPE_CHECKING:
 SPARK_DRIVER_MEMORY = os.environ.get("GAMELAKE_SPARK_MEMORY", "2g")
 
 
-def spark_settings(warehouse: Path = WAREHOUSE_DIR) -> dict[str, str]:
-    """Spark settings for local Delta work with a Derby metastore under ``warehouse``."""
-    metastore = warehouse / "metastore_db"
-    return {
+def s3_home(warehouse: Path = WAREHOUSE_DIR) -> Path:
+    """The local side of a lakehouse on S3: its Derby metastore and its spark-defaults.conf."""
+    return warehouse / "s3"
+
+
+def spark_settings(warehouse: Path = WAREHOUSE_DIR, lakehouse: str | None = None) -> dict[str, str]:
+    """Spark settings for Delta work with a Derby metastore under ``warehouse``; the tables live
+    under ``warehouse`` too, or on S3 under ``lakehouse`` (``s3://bucket/prefix``) when given."""
+    home = warehouse if lakehouse is None else s3_home(warehouse)
+    metastore = home / "metastore_db"
+    jars = delta_jars() if lakehouse is None else [*delta_jars(), log_store_jar()]
+    settings = {
         "spark.master": "local[2]",
         "spark.app.name": "gamelake",
-        "spark.jars": ",".join(str(jar) for jar in delta_jars()),
+        "spark.jars": ",".join(str(jar) for jar in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(spark_warehouse(warehouse)),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
         "spark.driver.memory": SPARK_DRIVER_MEMORY,
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",
@@ -56,6 +69,9 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR) -> dict[str, str]:
             "GAMELAKE_BRONZE_PATH", str(warehouse / "bronze" / "game_events")
         ),
     }
+    if lakehouse is not None:
+        settings.update(s3_spark_settings(lakehouse))
+    return settings
 
 
 def defaults_file() -> Path:
@@ -64,22 +80,24 @@ def defaults_file() -> Path:
     return Path(pyspark.__file__).parent / "conf" / "spark-defaults.conf"
 
 
-def write_defaults() -> Path:
-    """Render spark_settings() as the venv's spark-defaults.conf."""
-    path = defaults_file()
+def write_defaults(lakehouse: str | None = None) -> Path:
+    """Render spark_settings() as the venv's spark-defaults.conf, or for a lakehouse on S3 as
+    ``s3_home()/spark-conf/spark-defaults.conf``."""
+    path = defaults_file() if lakehouse is None else s3_home() / "spark-conf" / "spark-defaults.conf"
     path.parent.mkdir(parents=True, exist_ok=True)
     WAREHOUSE_DIR.mkdir(parents=True, exist_ok=True)
     lines = [
         "# Written by `python -m ingest.core.spark.session write-defaults` from "
         "ingest/core/spark/session.py. Do not edit."
     ]
-    lines += [f"{key} {value}" for key, value in spark_settings().items()]
+    lines += [f"{key} {value}" for key, value in spark_settings(lakehouse=lakehouse).items()]
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def local_session(warehouse: Path = WAREHOUSE_DIR) -> SparkSession:
-    """The project's local SparkSession with Delta and a metastore under ``warehouse``.
+def local_session(warehouse: Path = WAREHOUSE_DIR, lakehouse: str | None = None) -> SparkSession:
+    """The project's local SparkSession with Delta and a metastore under ``warehouse``, the tables
+    on S3 under ``lakehouse`` when given.
 
     Tests pass their own ``warehouse``; settings given here win over spark-defaults.conf,
     and dbt-spark's session method reuses this session (it calls getOrCreate()).
@@ -88,7 +106,7 @@ def local_session(warehouse: Path = WAREHOUSE_DIR) -> SparkSession:
 
     warehouse.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.enableHiveSupport()
-    for key, value in spark_settings(warehouse).items():
+    for key, value in spark_settings(warehouse, lakehouse).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
@@ -99,7 +117,16 @@ def main(argv: list[str]) -> int:
     if argv[1:] == ["write-defaults"]:
         print(f"spark: wrote {write_defaults()}")
         return 0
-    print("usage: python -m ingest.core.spark.session write-defaults", file=sys.stderr)
+    if argv[1:] == ["write-defaults", "--s3"]:
+        lakehouse = lakehouse_uri()
+        if lakehouse is None:
+            print("spark: set GAMELAKE_INGEST_WAREHOUSE_URI=s3://bucket/prefix first", file=sys.stderr)
+            return 2
+        path = write_defaults(lakehouse)
+        print(f"spark: wrote {path} for {lakehouse}; dbt from a shell reads it with:")
+        print(f"export SPARK_CONF_DIR={path.parent}")
+        return 0
+    print("usage: python -m ingest.core.spark.session write-defaults [--s3]", file=sys.stderr)
     return 2
 
 

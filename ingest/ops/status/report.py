@@ -79,7 +79,7 @@ def assemble(
     report: dict[str, Any] = {
         "checked_at": iso_utc(now),
         "consumer_group": settings.group_id,
-        "dbt_tables_dir": str(settings.dbt_tables_dir),
+        "dbt_tables_dir": str(settings.dbt_tables_location),
         "partitions": partitions,
         "kafka": _kafka(partitions),
         "schema_ids": schema_ids(bronze),

@@ -1,0 +1,139 @@
+"""The whole lakehouse on the local S3 server: Spark's commits there are conditional puts, safe
+beside delta-rs's, and the pipeline runs end to end (produce -> ingest -> dbt build -> status)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+from gamelake_dev.localstack.object_store import client
+from gamelake_dev.producer.datagen import EventGenerator
+from gamelake_dev.producer.publish import publish
+
+from ingest.core.settings.object_storage import s3_access
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.delta.table_scan import scan
+from tests.integration.ingest_support import assert_exactly_once_on_s3, run_service, service_env
+
+pytestmark = pytest.mark.integration
+
+GAMES = ["space_raiders", "kart_legends", "dungeon_depths", "puzzle_pop"]  # the active games of the seed
+
+
+@pytest.fixture
+def on_s3(local_s3, monkeypatch):
+    """This process's AWS variables point at the local server (none others), as an operator's would."""
+    for name in [name for name in os.environ if name.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    for name, value in local_s3.client_environment().items():
+        monkeypatch.setenv(name, value)
+    return f"s3://{local_s3.bucket}/lakehouse-{uuid.uuid4().hex[:10]}"
+
+
+def _spark(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.integration.s3_spark_appender", str(tmp_path / "spark"), *args],
+        env=dict(os.environ),
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_spark_creates_a_log_version_with_a_conditional_put(on_s3, local_s3, tmp_path):
+    uri = f"{on_s3}/_delta_log/00000000000000000000.json"
+    lines = dict(line.split(": ", 1) for line in _spark(tmp_path, uri, "--create-twice").stdout.splitlines())
+    # Delta retries a commit at the next version on exactly this exception.
+    refused, _, cause = lines["second"].partition(" caused by ")
+    assert refused == "java.nio.file.FileAlreadyExistsException"
+    assert cause == "org.apache.hadoop.fs.s3a.RemoteFileChangedException"
+    assert "412" in lines["cause"], "the server refused the put, not a check made before it"
+    assert lines["kept"] == '{"first":1}'
+    key = uri.removeprefix(f"s3://{local_s3.bucket}/")
+    assert client(local_s3).get_object(Bucket=local_s3.bucket, Key=key)["Body"].read() == b'{"first":1}\n'
+
+
+def test_spark_and_delta_rs_append_to_one_table_on_s3_at_once_and_lose_nothing(on_s3, tmp_path):
+    uri = f"{on_s3}/events"
+    options = s3_access(uri).delta_rs_options()
+    schema = pa.schema([("writer", pa.string()), ("index", pa.int64())])
+    DeltaTable.create(uri, schema, storage_options=options)
+    per_writer = 25
+    delta_rs = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.s3_appender", uri, "delta-rs", str(per_writer)],
+        env=dict(os.environ),
+        cwd=PROJECT_DIR,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _spark(tmp_path, uri, "spark", str(per_writer))
+    _, err = delta_rs.communicate(timeout=300)
+    assert delta_rs.returncode == 0, err
+
+    table = DeltaTable(uri, storage_options=options)
+    assert table.version() == 2 * per_writer, "one version per append, none overwritten"
+    rows = scan(table).to_pylist()
+    assert sorted((r["writer"], r["index"]) for r in rows) == sorted(
+        (name, index) for name in ("delta-rs", "spark") for index in range(per_writer)
+    )
+    engines = Counter(str(entry.get("engineInfo", "")).split("/")[0] for entry in table.history())
+    assert engines["Apache-Spark"] == per_writer, engines
+
+
+def _ingest(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ingest.cli", *args],
+        env=env,
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_the_pipeline_runs_end_to_end_on_s3(stack, fresh_topic, on_s3, tmp_path):
+    events = list(EventGenerator(GAMES, [1, 2, 3], seed=31).events(3000))
+    assert publish(stack.endpoints(fresh_topic), iter(events), [1, 2, 3], progress=False).delivered == 3000
+    env = service_env(stack, fresh_topic, tmp_path / "local", warehouse_uri=on_s3)
+    assert run_service(env, log=tmp_path / "ingest.log") == 0, (tmp_path / "ingest.log").read_text()[-3000:]
+    assert_exactly_once_on_s3(on_s3, stack.bootstrap_servers, fresh_topic)
+
+    # dbt's Spark reads bronze and writes silver and gold on S3; only its Derby metastore is local.
+    env |= {
+        "GAMELAKE_WAREHOUSE_DIR": str(tmp_path / "local"),
+        "DBT_TARGET_PATH": str(tmp_path / "target"),
+        "DBT_LOG_PATH": str(tmp_path / "dbt-logs"),
+    }
+    built = _ingest(env, "dbt-build")
+    assert built.returncode == 0, built.stdout[-4000:] + built.stderr[-2000:]
+    assert sorted(p.name for p in (tmp_path / "local").iterdir()) == ["s3"], "no table on the local disk"
+
+    options = s3_access(on_s3).delta_rs_options()
+    per_game = Counter(event.game_name for event in events)
+    tables = f"{on_s3}/spark-warehouse"
+    for game in GAMES:
+        silver = DeltaTable(f"{tables}/silver.db/silver_{game}", storage_options=options)
+        ids = scan(silver, ["event_id"])["event_id"].to_pylist()
+        assert sorted(ids) == sorted(e.event_id for e in events if e.game_name == game), game
+        assert len(ids) == per_game[game]
+        players = DeltaTable(f"{tables}/gold.db/gold_{game}_player_agg", storage_options=options)
+        gamers = {e.gamer_id for e in events if e.game_name == game}
+        assert sorted(scan(players, ["gamer_id"])["gamer_id"].to_pylist()) == sorted(gamers), game
+
+    status = _ingest(env, "status", "--json", timeout=120)
+    report = json.loads(status.stdout)
+    assert report["dbt_tables_dir"] == f"{on_s3}/spark-warehouse"
+    assert status.returncode == 0, report["anomalies"]
+    for game in GAMES:
+        assert report["silver"][game]["rows"] == per_game[game]
+        assert report["silver"][game]["freshness_s"] == 0 and report["gold"][game]["freshness_s"] == 0
