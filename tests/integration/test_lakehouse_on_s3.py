@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -129,6 +130,36 @@ def test_the_pipeline_runs_end_to_end_on_s3(stack, fresh_topic, on_s3, tmp_path)
         players = DeltaTable(f"{tables}/gold.db/gold_{game}_player_agg", storage_options=options)
         gamers = {e.gamer_id for e in events if e.game_name == game}
         assert sorted(scan(players, ["gamer_id"])["gamer_id"].to_pylist()) == sorted(gamers), game
+
+    # An analyst's `dbt test` from a shell: the S3 settings through SPARK_CONF_DIR.
+    written = subprocess.run(
+        [sys.executable, "-m", "ingest.core.spark.session", "write-defaults", "--s3"],
+        env=env,
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+    )
+    assert written.returncode == 0, written.stderr
+    conf_dir = tmp_path / "local" / "s3" / "spark-conf"
+    assert f"export SPARK_CONF_DIR={conf_dir}" in written.stdout.splitlines()
+
+    def shell_dbt(*args: str) -> str:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "dbt"), *args],
+            env={**env, "SPARK_CONF_DIR": str(conf_dir), "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles")},
+            cwd=PROJECT_DIR,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stdout[-4000:]
+        return done.stdout
+
+    tested = shell_dbt("test")
+    assert "PASS=" in tested and "ERROR=0" in tested, tested[-2000:]
+    query = "select input_file_name() as f from {{ ref('silver_puzzle_pop') }}"
+    shown = shell_dbt("show", "--inline", query, "--output", "json", "--limit", "1")
+    assert f"{on_s3.replace('s3://', 's3a://')}/spark-warehouse/silver.db/silver_puzzle_pop/" in shown, shown
 
     status = _ingest(env, "status", "--json", timeout=120)
     report = json.loads(status.stdout)
