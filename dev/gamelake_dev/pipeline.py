@@ -7,9 +7,10 @@ stack up -> produce a demo stream -> show what arrived in Kafka, by schema versi
 Each step prints what it did; a failing step stops the run with its error. The status's
 warnings (exit code 1) are shown, not fatal; a critical finding (2) fails the run.
 
-``--s3`` (``make run-s3``) runs the same steps with the whole lakehouse on the stack's S3 server:
-bronze and its side tables through delta-rs, silver and gold through Spark's S3A, every commit a
-conditional put. Only the Derby metastore stays on local disk.
+``--s3`` (``make run-s3``) runs the same steps as a lakehouse beyond one machine would: every
+table on the stack's S3 server (bronze and its side tables through delta-rs, silver and gold
+through Spark's S3A, every commit a conditional put), and the catalog in the shared PostgreSQL
+metastore in place of Derby.
 """
 
 from __future__ import annotations
@@ -82,13 +83,19 @@ def show_arrivals(endpoints: Endpoints) -> None:
 
 
 def use_local_s3() -> None:
-    """Point this run (and the processes it starts) at the stack's S3 server, as an operator's
-    AWS variables would, and render the Spark settings a shell's dbt needs there."""
+    """Point this run (and the processes it starts) at the stack's S3 server and shared metastore,
+    as an operator's variables would, and render the Spark settings a shell's dbt needs there."""
     from gamelake_dev.localstack import artifacts, stack
+    from gamelake_dev.localstack.metastore import USER as metastore_user_name
+    from ingest.core.spark.metastore import create_schema
     from ingest.core.spark.session import write_defaults
 
     artifacts.fetch_s3()
-    server = stack.StackPorts.from_env().object_store
+    ports = stack.StackPorts.from_env()
+    metastore = stack.metastore_up(ports)
+    os.environ.update(metastore.client_environment())
+    create_schema(metastore.url)
+    server = ports.object_store
     for name in [name for name in os.environ if name.startswith("AWS_")]:
         del os.environ[name]
     os.environ.update(server.client_environment())
@@ -96,8 +103,11 @@ def use_local_s3() -> None:
     os.environ["GAMELAKE_INGEST_WAREHOUSE_URI"] = lakehouse
     conf = write_defaults(lakehouse)
     print(f"   lakehouse: {lakehouse} on {server.endpoint_url}")
+    print(f"   metastore: {metastore.url} (PostgreSQL; its password in {metastore.password_file})")
     print(f"   dbt from a shell: eval \"$(.venv/bin/ingest stack status | grep export)\"; "
-          f"export GAMELAKE_INGEST_WAREHOUSE_URI={lakehouse} SPARK_CONF_DIR={conf.parent}")  # fmt: skip
+          f"export GAMELAKE_INGEST_WAREHOUSE_URI={lakehouse} SPARK_CONF_DIR={conf.parent} "
+          f"GAMELAKE_METASTORE_URL={metastore.url} GAMELAKE_METASTORE_USER={metastore_user_name} "
+          f"GAMELAKE_METASTORE_PASSWORD=$(cat {metastore.password_file})")  # fmt: skip
 
 
 def main(argv: list[str]) -> int:

@@ -17,8 +17,29 @@
     {%- do run_query(
         "create table if not exists " ~ bronze.schema ~ "." ~ bronze.identifier
         ~ " using delta location '" ~ location ~ "'") -%}
+    {%- do _check_bronze_location(bronze.schema ~ "." ~ bronze.identifier, location) -%}
     {{ log("bronze source " ~ bronze.schema ~ "." ~ bronze.identifier ~ " -> " ~ location) }}
     {{ return('') }}
+{% endmacro %}
+
+{#- A metastore shared by several lakehouses (or a moved warehouse) can hold bronze registered
+    elsewhere; `create table if not exists` keeps that silently, so compare. -#}
+{% macro _check_bronze_location(table, location) %}
+    {%- set registered = [] -%}
+    {%- for row in run_query("describe table extended " ~ table) -%}
+        {%- if row[0] == 'Location' -%}{%- do registered.append(row[1]) -%}{%- endif -%}
+    {%- endfor -%}
+    {%- set found = _without_file_scheme(registered[0] if registered else '') -%}
+    {%- if found != _without_file_scheme(location) -%}
+        {{ exceptions.raise_compiler_error(
+            table ~ " is registered at " ~ found ~ " in the metastore, but this project's bronze is at "
+            ~ location ~ ": another lakehouse shares the metastore. Give each lakehouse a metastore of its "
+            ~ "own, or drop the old registration (`drop table " ~ table ~ "`; its data stays)") }}
+    {%- endif -%}
+{% endmacro %}
+
+{% macro _without_file_scheme(location) %}
+    {{ return((location | replace('file://', '', 1) | replace('file:', '', 1)).rstrip('/')) }}
 {% endmacro %}
 
 {#- GAMELAKE_BRONZE_PATH wins; otherwise spark.gamelake.bronze.path, which

@@ -19,6 +19,8 @@ from ingest.core.spark.jvm import (
     HADOOP_VERSION,
     LOG_STORE_JAR,
     LOG_STORE_SOURCE,
+    POSTGRES_JDBC_JAR,
+    POSTGRES_JDBC_VERSION,
     S3A_JARS_DIR,
     SPARK_BINARY_VERSION,
 )
@@ -174,11 +176,29 @@ def _build_log_store() -> None:
     print(f"jvm: built {LOG_STORE_JAR.name} from {LOG_STORE_SOURCE.relative_to(PROJECT_DIR)}", flush=True)
 
 
+def _fetch_postgres_jdbc() -> None:
+    if POSTGRES_JDBC_JAR.is_file():
+        return
+    download = JVM_DIR / "download"
+    _mvn(
+        [
+            "dependency:copy",
+            f"-Dartifact=org.postgresql:postgresql:{POSTGRES_JDBC_VERSION}",
+            f"-DoutputDirectory={download}",
+        ],
+        POM_DIR,
+        f"the PostgreSQL JDBC driver {POSTGRES_JDBC_VERSION}",
+    )
+    (download / POSTGRES_JDBC_JAR.name).rename(POSTGRES_JDBC_JAR)
+
+
 def fetch_s3() -> None:
-    """What Spark needs for tables on S3: S3A and the log store. Idempotent; after ``fetch_all``."""
+    """What Spark needs for tables on S3 and a shared metastore: S3A, the log store, the PostgreSQL
+    driver. Idempotent; after ``fetch_all``."""
     fetch_all()
     _fetch_s3a()
     _build_log_store()
+    _fetch_postgres_jdbc()
     print(f"jvm: S3A jars in {S3A_JARS_DIR}, the log store in {LOG_STORE_JAR}")
 
 

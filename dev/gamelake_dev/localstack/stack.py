@@ -9,11 +9,13 @@ from pathlib import Path
 from gamelake_dev.localstack import process
 from gamelake_dev.localstack.apicurio import confluent_url, registry
 from gamelake_dev.localstack.kafka import broker
+from gamelake_dev.localstack.metastore import LocalMetastore, metastore_server
 from gamelake_dev.localstack.object_store import LocalS3, local_s3, s3_server
 from ingest.core.errors import ConfigError
 from ingest.core.settings.paths import STACK_DIR
 
 S3_DIR = STACK_DIR / "s3"
+METASTORE_DIR = STACK_DIR / "metastore"
 
 PORT_VARIABLES = {
     "KAFKA_PORT": 9092,
@@ -22,6 +24,7 @@ PORT_VARIABLES = {
     "SCHEMA_REGISTRY_PORT": 8081,
     "SCHEMA_REGISTRY_MANAGEMENT_PORT": 9081,
     "S3_PORT": 9190,
+    "METASTORE_PORT": 9197,
 }
 
 
@@ -33,6 +36,7 @@ class StackPorts:
     registry: int
     registry_management: int
     s3: int
+    metastore: int
 
     @classmethod
     def from_env(cls) -> StackPorts:
@@ -59,6 +63,18 @@ class StackPorts:
     @property
     def object_store(self) -> LocalS3:
         return local_s3(S3_DIR, self.s3)
+
+    @property
+    def shared_metastore(self) -> LocalMetastore:
+        return LocalMetastore(self.metastore, METASTORE_DIR)
+
+
+def metastore_up(ports: StackPorts) -> LocalMetastore:
+    """The shared metastore (PostgreSQL): not part of ``up``, which needs no PostgreSQL. Started by
+    the S3 pipeline and the tests; ``down`` stops it with the rest."""
+    started = process.start(metastore_server(METASTORE_DIR, ports.metastore))
+    print(f"metastore: {'started' if started else 'already running'} on {ports.shared_metastore.url}")
+    return ports.shared_metastore
 
 
 def _port(name: str, default: int) -> int:
@@ -89,7 +105,8 @@ def up(ports: StackPorts) -> None:
 
 
 def down(ports: StackPorts) -> None:
-    for server in reversed(servers(ports)):
+    optional = [metastore_server(METASTORE_DIR, ports.metastore)] if METASTORE_DIR.is_dir() else []
+    for server in reversed(servers(ports) + optional):
         stopped = process.stop(server)
         print(f"{server.name}: {'stopped' if stopped else 'not running'}")
 

@@ -1,6 +1,6 @@
 """Where the product's JVM jars live, resolved into .cache/jvm: Delta Lake for Spark (``make jvm``),
-and for tables on S3, Hadoop's S3A connector and gamelake's conditional-put log store
-(``make jvm-s3``)."""
+and for tables on S3 and a shared metastore, Hadoop's S3A connector, gamelake's conditional-put
+log store and the PostgreSQL driver (``make jvm-s3``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ S3A_JARS_DIR = JVM_DIR / f"hadoop-aws-{HADOOP_VERSION}"
 LOG_STORE_SOURCE = PROJECT_DIR / "native" / "delta-logstore" / "src"
 LOG_STORE_JAR = JVM_DIR / "gamelake-delta-logstore.jar"
 LOG_STORE_CLASS = "io.gamelake.delta.ConditionalPutLogStore"
+POSTGRES_JDBC_VERSION = "42.7.14"
+POSTGRES_JDBC_JAR = JVM_DIR / f"postgresql-{POSTGRES_JDBC_VERSION}.jar"
 
 
 def delta_jars() -> list[Path]:
@@ -38,3 +40,9 @@ def log_store_jar() -> Path:
     if not LOG_STORE_JAR.is_file():
         raise ConfigError(f"no {LOG_STORE_JAR}: Spark on S3 commits through it; run `make jvm-s3`")
     return LOG_STORE_JAR
+
+
+def postgres_jdbc_jar() -> Path:
+    if not POSTGRES_JDBC_JAR.is_file():
+        raise ConfigError(f"no {POSTGRES_JDBC_JAR}: a PostgreSQL metastore needs it; run `make jvm-s3`")
+    return POSTGRES_JDBC_JAR

@@ -12,6 +12,8 @@ Run ``python -m ingest.core.spark.session write-defaults`` after the jars are fe
 For a lakehouse on S3 (``GAMELAKE_INGEST_WAREHOUSE_URI=s3://bucket/prefix``, the ingest's own
 setting), ``write-defaults --s3`` renders the same settings plus S3's into a folder of their own,
 with a Derby metastore of its own beside it; a shell's ``dbt`` uses them with ``SPARK_CONF_DIR``.
+With ``GAMELAKE_METASTORE_URL`` set (ingest/core/spark/metastore.py), every rendering names that
+shared metastore in place of Derby; ``write-defaults --conf-dir DIR`` renders into ``DIR``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingest.core.settings.paths import WAREHOUSE_DIR, spark_warehouse
-from ingest.core.spark.jvm import delta_jars, log_store_jar
+from ingest.core.spark.jvm import delta_jars, log_store_jar, postgres_jdbc_jar
+from ingest.core.spark.metastore import metastore_url, shared_metastore_settings
 from ingest.core.spark.object_storage import lakehouse_uri, s3_spark_settings
 
 if TYPE_CHECKING:
@@ -71,6 +74,12 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR, lakehouse: str | None = None
     }
     if lakehouse is not None:
         settings.update(s3_spark_settings(lakehouse))
+    shared = metastore_url()
+    if shared is not None:  # PostgreSQL in place of Derby (ingest/core/spark/metastore.py)
+        settings.update(shared_metastore_settings(shared))
+        for side in ("driver", "executor"):
+            key = f"spark.{side}.extraClassPath"
+            settings[key] = ":".join(filter(None, [settings.get(key), str(postgres_jdbc_jar())]))
     return settings
 
 
@@ -80,10 +89,12 @@ def defaults_file() -> Path:
     return Path(pyspark.__file__).parent / "conf" / "spark-defaults.conf"
 
 
-def write_defaults(lakehouse: str | None = None) -> Path:
-    """Render spark_settings() as the venv's spark-defaults.conf, or for a lakehouse on S3 as
-    ``s3_home()/spark-conf/spark-defaults.conf``."""
-    path = defaults_file() if lakehouse is None else s3_home() / "spark-conf" / "spark-defaults.conf"
+def write_defaults(lakehouse: str | None = None, conf_dir: Path | None = None) -> Path:
+    """Render spark_settings() as the venv's spark-defaults.conf, or into ``conf_dir``, by default
+    ``s3_home()/spark-conf`` for a lakehouse on S3."""
+    if conf_dir is None and lakehouse is not None:
+        conf_dir = s3_home() / "spark-conf"
+    path = defaults_file() if conf_dir is None else conf_dir / "spark-defaults.conf"
     path.parent.mkdir(parents=True, exist_ok=True)
     WAREHOUSE_DIR.mkdir(parents=True, exist_ok=True)
     lines = [
@@ -122,12 +133,18 @@ def main(argv: list[str]) -> int:
         if lakehouse is None:
             print("spark: set GAMELAKE_INGEST_WAREHOUSE_URI=s3://bucket/prefix first", file=sys.stderr)
             return 2
-        path = write_defaults(lakehouse)
-        print(f"spark: wrote {path} for {lakehouse}; dbt from a shell reads it with:")
-        print(f"export SPARK_CONF_DIR={path.parent}")
-        return 0
-    print("usage: python -m ingest.core.spark.session write-defaults [--s3]", file=sys.stderr)
+        return _written(write_defaults(lakehouse), f" for {lakehouse}")
+    if argv[1:3] == ["write-defaults", "--conf-dir"] and len(argv) == 4:
+        return _written(write_defaults(lakehouse_uri(), Path(argv[3])), "")
+    usage = "usage: python -m ingest.core.spark.session write-defaults [--s3 | --conf-dir DIR]"
+    print(usage, file=sys.stderr)
     return 2
+
+
+def _written(path: Path, what: str) -> int:
+    print(f"spark: wrote {path}{what}; dbt from a shell reads it with:")
+    print(f"export SPARK_CONF_DIR={path.parent}")
+    return 0
 
 
 if __name__ == "__main__":
