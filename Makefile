@@ -78,13 +78,15 @@ produce: stack-up ## Produce a demo stream of mixed schema versions
 run: setup ## The main job on the embedded default: stack -> produce -> ingest -> dbt build -> docs
 	$(BIN)/python -m gamelake_dev.pipeline
 
-run-s3: setup $(S3A_STAMP) ## The main job with the whole lakehouse on the local S3 server (bronze, silver, gold)
+run-s3: setup $(S3A_STAMP) ## The main job with the lakehouse on the local S3 server and a PostgreSQL metastore
+	stack/ensure-postgresql.sh
 	$(BIN)/python -m gamelake_dev.pipeline --s3
 
 run-continuous: setup ## Live: producer + ingest + continuous refresh of silver and gold until Ctrl-C
 	$(BIN)/python -m gamelake_dev.continuous
 
 test: setup $(S3A_STAMP) ## Run the whole test suite (starts and stops the local stack itself)
+	stack/ensure-postgresql.sh
 	@if command -v cargo >/dev/null; then cargo test --quiet --locked --manifest-path $(NATIVE)/Cargo.toml; \
 	else echo "test: no cargo on PATH: $(NATIVE)'s own tests skipped"; fi
 	$(BIN)/pytest $(PYTEST_ARGS)
