@@ -1,7 +1,10 @@
-"""Fixtures of the integration tests that run the stack as a deployment does (secure_stack.py)."""
+"""Fixtures of the integration tests that run the stack as a deployment does (secure_stack.py), and
+a fresh prefix on the local S3 server."""
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -29,3 +32,13 @@ def authed_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield confluent_url(8095)
     finally:
         process.stop(server)
+
+
+@pytest.fixture
+def on_s3(local_s3, monkeypatch):
+    """This process's AWS variables point at the local server (none others), as an operator's would."""
+    for name in [name for name in os.environ if name.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    for name, value in local_s3.client_environment().items():
+        monkeypatch.setenv(name, value)
+    return f"s3://{local_s3.bucket}/test-{uuid.uuid4().hex[:10]}"

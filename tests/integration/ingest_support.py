@@ -169,3 +169,15 @@ def landed_on_s3(warehouse_uri: str) -> list[tuple[int, int]]:
 
 def assert_exactly_once_on_s3(warehouse_uri: str, bootstrap: str, topic: str) -> None:
     _assert_each_once(landed_on_s3(warehouse_uri), bootstrap, topic)
+
+
+def ingest_cli(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """``ingest ARGS`` in a process of its own with ``env``: its exit code and output."""
+    return subprocess.run(
+        [sys.executable, "-m", "ingest.cli", *args],
+        env=env,
+        cwd=PROJECT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

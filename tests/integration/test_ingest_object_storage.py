@@ -4,10 +4,8 @@ two instances, with every commit a conditional put."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import uuid
 
 import pyarrow as pa
 import pytest
@@ -18,6 +16,7 @@ from ingest.core.settings.paths import PROJECT_DIR
 from ingest.landing.delta.table_scan import scan
 from tests.integration.ingest_support import (
     assert_exactly_once_on_s3,
+    ingest_cli,
     landed_on_s3,
     produce_raw,
     run_service,
@@ -30,16 +29,6 @@ from tests.integration.ingest_support import (
 pytestmark = pytest.mark.integration
 
 GAMES = ["space_raiders", "kart_legends"]
-
-
-@pytest.fixture
-def on_s3(local_s3, monkeypatch):
-    """This process's AWS variables point at the local server (none others), as an operator's would."""
-    for name in [name for name in os.environ if name.startswith("AWS_")]:
-        monkeypatch.delenv(name)
-    for name, value in local_s3.client_environment().items():
-        monkeypatch.setenv(name, value)
-    return f"s3://{local_s3.bucket}/test-{uuid.uuid4().hex[:10]}"
 
 
 def _env(stack, topic, tmp_path, warehouse_uri: str, **settings: object) -> dict[str, str]:
@@ -83,7 +72,7 @@ def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_t
     assert_exactly_once_on_s3(on_s3, stack.bootstrap_servers, fresh_topic)
 
     # `ingest status` reads the landing tables where they are.
-    report = json.loads(_ingest(env, "status", "--json").stdout)
+    report = json.loads(ingest_cli(env, "status", "--json").stdout)
     tables = report["tables"]
     assert tables["bronze"]["path"] == f"{on_s3}/bronze/game_events"
     assert (tables["bronze"]["exists"], tables["bronze"]["rows"]) == (True, 4000)
@@ -91,11 +80,11 @@ def test_the_landing_tables_live_on_s3_and_hold_every_record_once(stack, fresh_t
     assert report["kafka"]["lag"] == 0
 
     # The dead-letter commands and the upkeep work there too.
-    listed = _ingest(env, "dlq", "list")
+    listed = ingest_cli(env, "dlq", "list")
     assert listed.returncode == 0 and "3 dead letters not replayed" in listed.stdout, listed.stderr
-    replayed = json.loads(_ingest(env, "dlq", "replay").stdout)
+    replayed = json.loads(ingest_cli(env, "dlq", "replay").stdout)
     assert (replayed["landed"], replayed["still_failing"]) == (0, {"framing": 3})
-    purged = json.loads(_ingest(env, "dlq", "purge", "--older-than-days", "1").stdout)
+    purged = json.loads(ingest_cli(env, "dlq", "purge", "--older-than-days", "1").stdout)
     assert purged["deleted_rows"] == 0
     upkeep = subprocess.run(
         [sys.executable, "-m", "ingest.ops.upkeep_now"],
@@ -153,20 +142,11 @@ def _commits(log) -> list[dict]:
     return [line for line in _events(log) if line.get("event") == "batch"]
 
 
-def _ingest(env: dict[str, str], *command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", *command],
-        env=env,
-        cwd=PROJECT_DIR,
-        capture_output=True,
-        text=True,
-    )
-
-
 def test_a_command_that_reads_local_tables_only_refuses_s3_naming_the_setting(
     stack, fresh_topic, on_s3, tmp_path
 ):
-    done = _ingest(_env(stack, fresh_topic, tmp_path, on_s3), "bronze", "migrate-native-types", "--dry-run")
+    env = _env(stack, fresh_topic, tmp_path, on_s3)
+    done = ingest_cli(env, "bronze", "migrate-native-types", "--dry-run")
     assert done.returncode != 0
     assert "GAMELAKE_INGEST_WAREHOUSE_URI" in done.stderr and "object storage" in done.stderr
     assert "Traceback" not in done.stderr

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -21,21 +20,11 @@ from gamelake_dev.producer.publish import publish
 from ingest.core.settings.object_storage import s3_access
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.landing.delta.table_scan import scan
-from tests.integration.ingest_support import assert_exactly_once_on_s3, run_service, service_env
+from tests.integration.ingest_support import assert_exactly_once_on_s3, ingest_cli, run_service, service_env
 
 pytestmark = pytest.mark.integration
 
 GAMES = ["space_raiders", "kart_legends", "dungeon_depths", "puzzle_pop"]  # the active games of the seed
-
-
-@pytest.fixture
-def on_s3(local_s3, monkeypatch):
-    """This process's AWS variables point at the local server (none others), as an operator's would."""
-    for name in [name for name in os.environ if name.startswith("AWS_")]:
-        monkeypatch.delenv(name)
-    for name, value in local_s3.client_environment().items():
-        monkeypatch.setenv(name, value)
-    return f"s3://{local_s3.bucket}/lakehouse-{uuid.uuid4().hex[:10]}"
 
 
 def _spark(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -91,17 +80,6 @@ def test_spark_and_delta_rs_append_to_one_table_on_s3_at_once_and_lose_nothing(o
     assert engines["Apache-Spark"] == per_writer, engines
 
 
-def _ingest(env: dict[str, str], *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", *args],
-        env=env,
-        cwd=PROJECT_DIR,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
 def test_the_pipeline_runs_end_to_end_on_s3(stack, fresh_topic, on_s3, tmp_path):
     events = list(EventGenerator(GAMES, [1, 2, 3], seed=31).events(3000))
     assert publish(stack.endpoints(fresh_topic), iter(events), [1, 2, 3], progress=False).delivered == 3000
@@ -115,7 +93,7 @@ def test_the_pipeline_runs_end_to_end_on_s3(stack, fresh_topic, on_s3, tmp_path)
         "DBT_TARGET_PATH": str(tmp_path / "target"),
         "DBT_LOG_PATH": str(tmp_path / "dbt-logs"),
     }
-    built = _ingest(env, "dbt-build")
+    built = ingest_cli(env, "dbt-build")
     assert built.returncode == 0, built.stdout[-4000:] + built.stderr[-2000:]
     assert sorted(p.name for p in (tmp_path / "local").iterdir()) == ["s3"], "no table on the local disk"
 
@@ -161,7 +139,7 @@ def test_the_pipeline_runs_end_to_end_on_s3(stack, fresh_topic, on_s3, tmp_path)
     shown = shell_dbt("show", "--inline", query, "--output", "json", "--limit", "1")
     assert f"{on_s3.replace('s3://', 's3a://')}/spark-warehouse/silver.db/silver_puzzle_pop/" in shown, shown
 
-    status = _ingest(env, "status", "--json", timeout=120)
+    status = ingest_cli(env, "status", "--json", timeout=120)
     report = json.loads(status.stdout)
     assert report["dbt_tables_dir"] == f"{on_s3}/spark-warehouse"
     assert status.returncode == 0, report["anomalies"]

@@ -1,7 +1,9 @@
 """The shared metastore: PostgreSQL behind Spark's Hive client, for dbt from several JVMs at once.
 
-Embedded Derby lets one JVM at a time open the metastore; this test runs dbt in three JVMs, two
-of them at once, against one PostgreSQL metastore, each reading what another one made.
+Embedded Derby lets one JVM at a time open the metastore. These tests run dbt in several JVMs,
+two of them at once, against one PostgreSQL metastore, each reading what another one made: the
+`local` target three times, then the `local` and the `cluster` target (a Spark Thrift Server on
+a standalone cluster) side by side.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from gamelake_dev.localstack import process, spark_cluster
 
 from ingest.core.settings.paths import PROJECT_DIR
 
@@ -20,79 +23,130 @@ pytestmark = pytest.mark.integration
 
 DBT = str(Path(sys.executable).parent / "dbt")
 SEED = (PROJECT_DIR / "seeds" / "games.csv").read_text().splitlines()[1:]
+COUNT_GAMES = "select count(*) as n from {{ ref('games') }}"
+LAST_GAME = "select max(game_slug) as last from {{ ref('games') }}"
 
 
 @pytest.fixture(scope="module")
-def metastore():
-    """A database of its own on the stack's PostgreSQL metastore, with the metastore's schema."""
-    from gamelake_dev.localstack import process, stack
+def metastore_server():
+    """The stack's PostgreSQL metastore server, started for these tests unless it runs."""
+    from gamelake_dev.localstack import stack
     from gamelake_dev.localstack.metastore import metastore_server
-
-    from ingest.core.spark.metastore import create_schema
 
     ports = stack.StackPorts.from_env()
     server = metastore_server(stack.METASTORE_DIR, ports.metastore)
     started = process.start(server)
     try:
-        own = ports.shared_metastore.with_new_database(f"test_{uuid.uuid4().hex[:12]}")
-        with pytest.MonkeyPatch.context() as patch:
-            for name, value in own.client_environment().items():
-                patch.setenv(name, value)
-            create_schema(own.url)
-        yield own
+        yield ports.shared_metastore
     finally:
         if started:
             process.stop(server)
 
 
-def test_two_dbt_invocations_at_once_share_one_postgresql_metastore(metastore, tmp_path):
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("GAMELAKE_", "AWS_", "SPARK_CONF"))},
-        **metastore.client_environment(),
-        "GAMELAKE_WAREHOUSE_DIR": str(tmp_path / "warehouse"),  # the tables: one folder all JVMs reach
-        "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
-        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-    }
-    conf_dir = tmp_path / "spark-conf"
-    written = subprocess.run(
-        [sys.executable, "-m", "ingest.core.spark.session", "write-defaults", "--conf-dir", str(conf_dir)],
-        env=env,
-        cwd=PROJECT_DIR,
-        capture_output=True,
-        text=True,
-    )
-    assert written.returncode == 0, written.stderr
-    rendered = (conf_dir / "spark-defaults.conf").read_text()
-    assert metastore.url in rendered
-    assert metastore.password() not in rendered, "the password stays in the environment"
-    env["SPARK_CONF_DIR"] = str(conf_dir)
+@pytest.fixture
+def metastore(metastore_server):
+    """A database of its own on the server, with the metastore's schema: one lakehouse's catalog
+    (a catalog shared by two lakehouses is refused, see register_bronze_source.sql)."""
+    from ingest.core.spark.metastore import create_schema
 
-    def dbt(name: str, *args: str) -> subprocess.Popen[str]:
-        paths = ["--target-path", str(tmp_path / f"target-{name}"), "--log-path", str(tmp_path / name)]
+    own = metastore_server.with_new_database(f"test_{uuid.uuid4().hex[:12]}")
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in own.client_environment().items():
+            patch.setenv(name, value)
+        create_schema(own.url)
+    return own
+
+
+class Dbt:
+    """dbt invocations from a shell, each in its own process and JVM, all on one metastore."""
+
+    def __init__(self, metastore, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("GAMELAKE_", "AWS_", "SPARK_CONF"))},
+            **metastore.client_environment(),
+            "GAMELAKE_WAREHOUSE_DIR": str(tmp_path / "warehouse"),  # the tables: a folder all JVMs reach
+            "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        }
+        conf_dir = str(tmp_path / "spark-conf")
+        written = subprocess.run(
+            [sys.executable, "-m", "ingest.core.spark.session", "write-defaults", "--conf-dir", conf_dir],
+            env=self.env,
+            cwd=PROJECT_DIR,
+            capture_output=True,
+            text=True,
+        )
+        assert written.returncode == 0, written.stderr
+        self.rendered = Path(conf_dir, "spark-defaults.conf").read_text()
+        self.env["SPARK_CONF_DIR"] = conf_dir
+
+    def start(self, name: str, *args: str, **env: str) -> subprocess.Popen[str]:
+        logs = self.tmp_path / name
+        paths = ["--target-path", str(self.tmp_path / f"target-{name}"), "--log-path", str(logs)]
         return subprocess.Popen(
             [DBT, *args, *paths],
-            env=env,
+            env={**self.env, **env},
             cwd=PROJECT_DIR,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
 
-    def finished(proc: subprocess.Popen[str]) -> str:
-        out, _ = proc.communicate(timeout=600)
-        assert proc.returncode == 0, out[-4000:]
-        return out
+    def show(self, name: str, query: str, *args: str, **env: str) -> subprocess.Popen[str]:
+        return self.start(name, "show", "--inline", query, "--output", "json", *args, **env)
 
-    def show(name: str, query: str) -> subprocess.Popen[str]:
-        return dbt(name, "show", "--inline", query, "--output", "json")
 
-    assert "Completed successfully" in finished(dbt("seeding", "seed"))  # one JVM makes reference.games
+def finished(proc: subprocess.Popen[str]) -> str:
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out[-4000:]
+    return out
+
+
+def _last_game() -> str:
+    return max(line.split(",")[0] for line in SEED)
+
+
+def test_two_dbt_invocations_at_once_share_one_postgresql_metastore(metastore, tmp_path):
+    dbt = Dbt(metastore, tmp_path)
+    assert metastore.url in dbt.rendered
+    assert metastore.password() not in dbt.rendered, "the password stays in the environment"
+
+    assert "Completed successfully" in finished(dbt.start("seeding", "seed"))  # one JVM makes reference.games
     # Two more JVMs at once, each with the metastore open, read what the first one made.
-    counting = show("counting", "select count(*) as n from {{ ref('games') }}")
-    naming = show("naming", "select max(game_slug) as last from {{ ref('games') }}")
+    counting = dbt.show("counting", COUNT_GAMES)
+    naming = dbt.show("naming", LAST_GAME)
     assert f'"n": {len(SEED)}' in finished(counting)
-    assert f'"last": "{max(line.split(",")[0] for line in SEED)}"' in finished(naming)
+    assert f'"last": "{_last_game()}"' in finished(naming)
 
     assert "reference" in metastore.psql('select "NAME" from "DBS"')
     assert "games" in metastore.psql('select "TBL_NAME" from "TBLS"')
     assert not (tmp_path / "warehouse" / "metastore_db").exists(), "no Derby metastore was made"
+
+
+@pytest.fixture
+def cluster(metastore, tmp_path_factory, monkeypatch):
+    """The standalone cluster and its Thrift Server, on the shared metastore."""
+    monkeypatch.setenv("GAMELAKE_SPARK_CLUSTER_DIR", str(tmp_path_factory.mktemp("spark-cluster")))
+    for name, value in metastore.client_environment().items():
+        monkeypatch.setenv(name, value)
+    config = spark_cluster.ClusterConfig.from_env()
+    started = spark_cluster.up(config)
+    try:
+        yield config
+    finally:
+        for server in reversed(started):
+            process.stop(server)
+
+
+def test_the_local_and_cluster_targets_see_the_same_tables(metastore, cluster, tmp_path):
+    dbt = Dbt(metastore, tmp_path)
+    assert "Completed successfully" in finished(dbt.start("seeding", "seed"))  # the local target
+    on_cluster = {"GAMELAKE_DBT_TARGET": "cluster", "GAMELAKE_THRIFT_PORT": str(cluster.thrift_port)}
+    # At once: the cluster's Thrift Server and a local JVM read the table the local target made.
+    naming = dbt.show("naming-on-cluster", LAST_GAME, **on_cluster)
+    counting = dbt.show("counting-locally", COUNT_GAMES)
+    named = finished(naming)
+    assert "target='cluster'" in named
+    assert f'"last": "{_last_game()}"' in named
+    assert f'"n": {len(SEED)}' in finished(counting)

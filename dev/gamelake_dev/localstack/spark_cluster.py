@@ -5,7 +5,9 @@ the master and whose executors run on the worker, so ``dbt build --target cluste
 distributed run. Everything comes from the pyspark wheel (spark-class, spark-submit and the
 thriftserver jar) and the project's one Spark configuration (``ingest.core.spark.session.spark_settings``),
 passed as ``--conf``; only the master URL, the heaps and a private metastore differ: Derby
-allows one JVM per metastore, and the embedded ``local`` target owns ``warehouse/``.
+allows one JVM per metastore, and the embedded ``local`` target owns ``warehouse/``. With a shared
+metastore (``GAMELAKE_METASTORE_URL``) the cluster uses it too, and sees the ``local`` target's
+tables; with ``GAMELAKE_INGEST_WAREHOUSE_URI`` its tables are on S3.
 
     python -m gamelake_dev.localstack.spark_cluster up|down|status
 
@@ -27,7 +29,8 @@ from gamelake_dev.localstack import process
 from gamelake_dev.localstack.bind import bind_host
 from ingest.core.errors import ConfigError, IngestError
 from ingest.core.settings.paths import STACK_DIR, WAREHOUSE_DIR
-from ingest.core.spark.jvm import delta_jars
+from ingest.core.spark.jvm import delta_jars, log_store_jar
+from ingest.core.spark.object_storage import lakehouse_uri
 
 HOST = bind_host()
 PORT_VARIABLES = {
@@ -110,11 +113,16 @@ def _env() -> dict[str, str]:
 def _thrift_conf(config: ClusterConfig) -> list[str]:
     from ingest.core.spark.session import spark_settings
 
-    settings = spark_settings(config.warehouse)
-    # bronze is the project's, wherever the metastore lives
-    settings["spark.gamelake.bronze.path"] = spark_settings(WAREHOUSE_DIR)["spark.gamelake.bronze.path"]
-    # The Thrift Server resolves data sources through the JVM's class path, not spark.jars' loader.
-    class_path = ":".join(str(jar) for jar in delta_jars())
+    lakehouse = lakehouse_uri()
+    settings = spark_settings(config.warehouse, lakehouse)
+    if lakehouse is None:  # bronze is the project's, wherever the metastore lives
+        settings["spark.gamelake.bronze.path"] = spark_settings(WAREHOUSE_DIR)["spark.gamelake.bronze.path"]
+    # The Thrift Server resolves data sources through the JVM's class path, not spark.jars' loader;
+    # S3A's jars and a shared metastore's driver are there already.
+    jars = [str(jar) for jar in delta_jars()]
+    if lakehouse is not None:
+        jars.append(str(log_store_jar()))
+    class_path = ":".join(filter(None, [*jars, settings.get("spark.driver.extraClassPath")]))
     settings |= {
         "spark.driver.extraClassPath": class_path,
         "spark.executor.extraClassPath": class_path,
