@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gamelake_dev.localstack import process, spark_cluster
+from gamelake_dev.localstack import spark_cluster
 
 from ingest.games import model_files as games
 from tests.integration import dbt_support as support
@@ -29,16 +29,8 @@ GAMES = {"orbit_golf": True}  # one game keeps the (slower, networked) cluster b
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[spark_cluster.ClusterConfig]:
-    root = tmp_path_factory.mktemp("spark-cluster")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("GAMELAKE_SPARK_CLUSTER_DIR", str(root))
-        config = spark_cluster.ClusterConfig.from_env()
-        started = spark_cluster.up(config)
-        try:
-            yield config
-        finally:
-            for server in reversed(started):
-                process.stop(server)
+    with support.spark_cluster_running(tmp_path_factory.mktemp("spark-cluster")) as config:
+        yield config
 
 
 def _query(config: spark_cluster.ClusterConfig, sql: str) -> list[tuple[Any, ...]]:

@@ -15,9 +15,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-from gamelake_dev.localstack import process, spark_cluster
+from gamelake_dev.localstack import process
 
 from ingest.core.settings.paths import PROJECT_DIR
+from tests.integration.dbt_support import spark_cluster_running
 
 pytestmark = pytest.mark.integration
 
@@ -127,16 +128,10 @@ def test_two_dbt_invocations_at_once_share_one_postgresql_metastore(metastore, t
 @pytest.fixture
 def cluster(metastore, tmp_path_factory, monkeypatch):
     """The standalone cluster and its Thrift Server, on the shared metastore."""
-    monkeypatch.setenv("GAMELAKE_SPARK_CLUSTER_DIR", str(tmp_path_factory.mktemp("spark-cluster")))
     for name, value in metastore.client_environment().items():
         monkeypatch.setenv(name, value)
-    config = spark_cluster.ClusterConfig.from_env()
-    started = spark_cluster.up(config)
-    try:
+    with spark_cluster_running(tmp_path_factory.mktemp("spark-cluster")) as config:
         yield config
-    finally:
-        for server in reversed(started):
-            process.stop(server)
 
 
 def test_the_local_and_cluster_targets_see_the_same_tables(metastore, cluster, tmp_path):
