@@ -15,6 +15,8 @@ the shapes interleaved so the machine's drift hits them alike:
 - ``merge as built, source not materialized``: the first shape with Delta's
   ``merge.materializeSource`` set to ``none`` (the source reads fixed table versions, so it
   cannot change between the MERGE's two passes);
+- ``merge as built, <setting>``: the first shape under one session setting each (interpreted
+  expressions, no file statistics, no checksum file, one shuffle partition: ``SHAPE_CONFS``);
 - ``source alone`` / ``source joined to totals``: ``count(*)`` of each source, no write;
 - ``insert of 10 rows``: a plain insert into another copy, the floor of a write here.
 
@@ -96,14 +98,30 @@ def _shapes(game: str, batch: str) -> dict[str, str]:
         " when matched then update set * when not matched then insert *",
         "merge as built, source not materialized": f"merge into gc as d using joined_gc as s {on}"
         " when matched then update set * when not matched then insert *",
+        **{
+            shape: MERGE_AS_BUILT
+            for shape in SHAPE_CONFS
+            if shape.startswith("merge as built, ") and shape != "merge as built, source not materialized"
+        },
         "source alone": "select count(*) from batch_only",
         "source joined to totals": "select count(*) from joined_gc",
         "insert of 10 rows": "insert into gi select * from batch_only limit 10",
     }
 
 
+MERGE_AS_BUILT = (
+    "merge into gc as d using joined_gc as s on s.gamer_id = d.gamer_id"
+    " when matched then update set * when not matched then insert *"
+)
 SHAPE_CONFS = {
-    "merge as built, source not materialized": {"spark.databricks.delta.merge.materializeSource": "none"}
+    "merge as built, source not materialized": {"spark.databricks.delta.merge.materializeSource": "none"},
+    "merge as built, interpreted": {
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    },
+    "merge as built, no file statistics": {"spark.databricks.delta.stats.collect": "false"},
+    "merge as built, no checksum file": {"spark.databricks.delta.writeChecksumFile.enabled": "false"},
+    "merge as built, 1 shuffle partition": {"spark.sql.shuffle.partitions": "1"},
 }
 
 

@@ -10,7 +10,8 @@ each cycle it reads the user + system CPU of every thread of the Spark JVM from
 ``/proc/<pid>/task/*/stat`` and sums it by thread name (``C2 CompilerThread0`` and ``1`` are one
 name). ``--setting`` adds a Spark setting to the session's (ingest/core/spark/session.py), e.g.
 ``spark.driver.extraJavaOptions=-XX:ReservedCodeCacheSize=512m``; a JVM option is appended to the
-project's own. The first cycle of the process is cold, the second warm. Printed and appended to
+project's own. The first cycle of the process is cold, the second and third warm; each also
+counts the classes Spark generated and compiled (codegen cache misses). Printed and appended to
 bench/results/jvm_cpu.md with the machine and date.
 """
 
@@ -53,6 +54,14 @@ def cpu_by_thread(pid: int) -> Counter[str]:
     return seconds
 
 
+def codegen_compiles(spark: Any) -> tuple[int, float]:
+    """(classes Spark compiled so far, their compile time s): codegen cache misses."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    histogram = metrics.METRIC_COMPILATION_TIME()
+    count = int(histogram.getCount())
+    return count, count * float(histogram.getSnapshot().getMean()) / 1000
+
+
 def _session(settings: dict[str, str]) -> Any:
     from pyspark.sql import SparkSession
 
@@ -70,7 +79,7 @@ def _session(settings: dict[str, str]) -> Any:
     return session
 
 
-def run(settings: dict[str, str]) -> list[str]:
+def run(settings: dict[str, str], new_events: int = NEW_EVENTS) -> list[str]:
     if not (LAKEHOUSE / "state.json").exists():
         raise SystemExit(f"{LAKEHOUSE}: run `python -m bench.refresh_profile --games 5` first")
     state = json.loads((LAKEHOUSE / "state.json").read_text())
@@ -82,17 +91,22 @@ def run(settings: dict[str, str]) -> list[str]:
     bronze = LAKEHOUSE / "warehouse" / "bronze" / "game_events"
     watch = BronzeWatch(bronze, ReaderMarks(LAKEHOUSE / "warehouse" / "spark" / "silver.db"))
     runner = WarmDbt(project, project / "profiles")
-    body = [f"- settings added: {settings or 'none'}; {NEW_EVENTS:,} new events a cycle, 5 games", ""]
+    body = [f"- settings added: {settings or 'none'}; {new_events:,} new events a cycle, 5 games", ""]
     try:
-        for cycle in ("first (cold)", "second (warm)"):
-            _land(spark, bronze, _bronze_rows(spark, state["next_id"], NEW_EVENTS, state["games"], 0.01))
-            state["next_id"] += NEW_EVENTS
+        for cycle in ("first (cold)", "second (warm)", "third (warm)"):
+            _land(spark, bronze, _bronze_rows(spark, state["next_id"], new_events, state["games"], 0.01))
+            state["next_id"] += new_events
+            compiled = codegen_compiles(spark)
             before, started = cpu_by_thread(jvm), time.monotonic()
-            _cycle(runner, spark, Recorder(), "refresh", watch)
+            # the refresh's own choice of compiled or interpreted, unless settings were given
+            _cycle(runner, spark, Recorder(), "refresh", watch, None if settings else new_events)
             wall, after = time.monotonic() - started, cpu_by_thread(jvm)
             spent = Counter({name: after[name] - before.get(name, 0.0) for name in after})
+            count = codegen_compiles(spark)[0] - compiled[0]
+            seconds = codegen_compiles(spark)[1] - compiled[1]
             body += [
-                f"{cycle} cycle: wall {wall:.1f} s, JVM CPU {sum(spent.values()):.1f} s",
+                f"{cycle} cycle: wall {wall:.1f} s, JVM CPU {sum(spent.values()):.1f} s,"
+                f" {count:,} generated classes compiled in {seconds:.1f} s",
                 "",
                 "| JVM thread | CPU s |",
                 "|---|---:|",
@@ -109,10 +123,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--setting", action="append", default=[], help="KEY=VALUE, added to the session's")
     parser.add_argument("--label", default="")
+    parser.add_argument("--new", type=int, default=NEW_EVENTS, help="new events a cycle")
     args = parser.parse_args()
     settings = dict(item.split("=", 1) for item in args.setting)
     title = "A refresh cycle's JVM CPU by thread" + (f" ({args.label})" if args.label else "")
-    append_section(RESULTS, title, run(settings), heading="# Which JVM threads spend a refresh cycle's CPU\n")
+    append_section(
+        RESULTS, title, run(settings, args.new), heading="# Which JVM threads spend a refresh cycle's CPU\n"
+    )
 
 
 if __name__ == "__main__":

@@ -47,6 +47,8 @@ from bench.incremental import _bronze_rows, _copy_project, _land, _session, prep
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
+from ingest.ops.codegen_mode import set_mode
+from ingest.ops.refresh_command import CycleSize
 from ingest.ops.refresh_selection import SLICE_MODEL, after_slice_args, build_selection, read_slice_readers
 from ingest.ops.warm_dbt import WarmDbt
 
@@ -154,9 +156,12 @@ def _log_versions(warehouse: Path) -> dict[str, int]:
 
 
 def _cycle(
-    project: WarmDbt, spark: Any, recorder: Recorder, cycle: str, watch: BronzeWatch
+    project: WarmDbt, spark: Any, recorder: Recorder, cycle: str, watch: BronzeWatch, rows: int | None = None
 ) -> tuple[float, list[Any]]:
-    """One cycle as ``cycle`` says: its wall time and the results of every node it ran."""
+    """One cycle as ``cycle`` says: its wall time and the results of every node it ran. Given the
+    ``rows`` it reads, a refresh cycle runs compiled or interpreted as `ingest refresh` chooses."""
+    if rows is not None and cycle == "refresh":
+        set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
         took, results = _dbt(project, recorder, "build")
         return took, list(results.results)
@@ -207,7 +212,7 @@ def profile(
         before = _log_versions(root / "warehouse")
         recorder = Recorder()
         cpu_before = _cpu_seconds(spark)
-        took, results = _cycle(runner, spark, recorder, cycle, watch)
+        took, results = _cycle(runner, spark, recorder, cycle, watch, new)
         cpu_after = _cpu_seconds(spark)
     after = _log_versions(root / "warehouse")
     (root / "state.json").write_text(json.dumps(state))

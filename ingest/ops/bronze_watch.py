@@ -50,6 +50,16 @@ class BronzeWatch:
         for info in self.table.history(min(version - newest, ROWS_LOOKBACK)):
             self.rows[int(info["version"])] = commit_rows(info)
 
+    def rows_after(self, built: int | None) -> int | None:
+        """The rows bronze's commits added after version ``built``; None when that is not known
+        (no build yet, or a version the watch did not keep)."""
+        if built is None or self.table is None:
+            return None
+        wanted = range(built + 1, self.table.version() + 1)
+        if any(version not in self.rows for version in wanted):
+            return None
+        return sum(self.rows[version] for version in wanted)
+
     def lag(self, built: int | None) -> float:
         """Seconds since the first version after ``built`` was seen; 0 when none is newer."""
         newer = [at for version, at in self.seen_at.items() if built is None or version > built]

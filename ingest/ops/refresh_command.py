@@ -37,6 +37,7 @@ from ingest.core.stop_signals import stop_on_signals
 from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.build_pacing import BuildPacing
+from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, classes_compiled, interpreted, set_mode
 from ingest.ops.refresh_selection import (
     SLICE,
     SLICE_MODEL,
@@ -151,13 +152,33 @@ def _build(spark: Any, bounds: dict[str, int], whole: bool) -> bool:
     return _dbt(*after_slice_args(selection), *bound)  # the same vars: a change would re-parse
 
 
+@dataclass(frozen=True)
+class CycleSize:
+    """How much a build may read, and how much is waiting: bounds of 0 mean no bound."""
+
+    max_versions: int = 0
+    max_rows: int = 0
+    pending_rows: int | None = None  # new bronze rows since the last build; None: not known
+    interpreted_below: int = INTERPRETED_BELOW_ROWS  # fewer rows than this run interpreted
+
+    def runs_interpreted(self) -> bool:
+        rows = self.pending_rows
+        if rows is not None and self.max_rows:
+            rows = min(rows, self.max_rows)
+        return interpreted(rows, self.interpreted_below)
+
+
 def build_once(
-    spark: Any, watch: BronzeWatch, max_versions: int = 0, whole: bool = True, max_rows: int = 0
+    spark: Any, watch: BronzeWatch, size: CycleSize = CycleSize(), whole: bool = True
 ) -> int | None:
-    """One build reading at most ``max_versions`` bronze versions holding at most ``max_rows`` rows
-    (0: no bound): the whole project, or (``whole=False``) only the games with new rows; the
-    bronze version it covered, or None when it failed."""
+    """One build reading at most ``size``'s bronze versions and rows: the whole project, or
+    (``whole=False``) only the games with new rows; the bronze version it covered, or None when
+    it failed. A small cycle's statements run interpreted (ingest/ops/codegen_mode.py)."""
     started = time.monotonic()
+    max_rows, max_versions = size.max_rows, size.max_versions
+    run_interpreted = size.runs_interpreted()
+    set_mode(spark, run_interpreted)
+    compiled_before = classes_compiled(spark)
     if max_rows:
         watch.hand_rows_to(spark)
     watch.hand_versions_to(spark)  # marks and versions, read once from the Delta logs
@@ -171,26 +192,34 @@ def build_once(
         log.error("refresh: dbt build failed after %.1f s (see dbt's output above)", took)
         return None
     covered, new_rows = _slice_summary(spark)
+    generated = classes_compiled(spark) - compiled_before
     watch.forget_up_to(covered)
     BUILT_VERSION.set(covered)
     LAST_SUCCESS.set(time.time())
     _OUTCOMES.last_success = time.time()
     log.info(
-        "refresh: build ok in %.1f s, bronze version %d, %d new bronze rows",
+        "refresh: build ok in %.1f s, bronze version %d, %d new bronze rows, %s, "
+        "generated classes compiled: %d",
         took,
         covered,
         new_rows,
+        "interpreted" if run_interpreted else "compiled",
+        generated,
         extra={
             "event": "refresh_build",
             "seconds": round(took, 1),
             "bronze_version": covered,
             "new_rows": new_rows,
+            "interpreted": run_interpreted,
+            "generated_classes": generated,
         },
     )
     return covered
 
 
-def run_continuously(spark: Any, watch: BronzeWatch, pacing: BuildPacing) -> int:
+def run_continuously(
+    spark: Any, watch: BronzeWatch, pacing: BuildPacing, interpreted_below: int = INTERPRETED_BELOW_ROWS
+) -> int:
     built: int | None = None
     last_start = 0.0
     builds = 0
@@ -206,7 +235,8 @@ def run_continuously(spark: Any, watch: BronzeWatch, pacing: BuildPacing) -> int
                 continue
             last_start = time.monotonic()
             # the first build of a process builds everything (views, a game added meanwhile)
-            covered = build_once(spark, watch, pacing.versions(), built is None, pacing.rows())
+            size = CycleSize(pacing.versions(), pacing.rows(), watch.rows_after(built), interpreted_below)
+            covered = build_once(spark, watch, size, whole=built is None)
             if covered is None:
                 pacing.failed(behind=version - (built if built is not None else -1))
                 log.warning(
@@ -245,6 +275,7 @@ def _refresh(args: argparse.Namespace) -> int:
     for flag, value, unit in (
         ("--max-versions-per-build", args.max_versions_per_build, "bronze versions"),
         ("--max-rows-per-build", args.max_rows_per_build, "bronze rows"),
+        ("--interpreted-below-rows", args.interpreted_below_rows, "bronze rows"),
     ):
         if value < 0:
             raise ConfigError(f"{flag} {value}: give a number of {unit}, or 0 for no bound")
@@ -274,7 +305,7 @@ def _refresh(args: argparse.Namespace) -> int:
         history.start()
     try:
         pacing = BuildPacing(args.min_interval, args.max_versions_per_build, args.max_rows_per_build)
-        return run_continuously(spark, watch, pacing)
+        return run_continuously(spark, watch, pacing, args.interpreted_below_rows)
     finally:
         if server is not None:
             server.shutdown()
@@ -307,6 +338,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_MAX_ROWS,
         help="with --continuous, the most bronze rows one build reads (at least one bronze version; "
         f"0: no bound; default {DEFAULT_MAX_ROWS:,})",
+    )
+    parser.add_argument(
+        "--interpreted-below-rows",
+        type=int,
+        default=INTERPRETED_BELOW_ROWS,
+        help="with --continuous, a build reading fewer new bronze rows than this runs Spark's "
+        "statements interpreted, not compiled, which is quicker for small builds (0: always "
+        f"compiled; default {INTERPRETED_BELOW_ROWS:,})",
     )
     parser.add_argument(
         "--metrics-port", type=int, default=9109, help="port of the refresh's /metrics (0 disables; 9109)"

@@ -159,6 +159,12 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     assert output.count("Using incubator modules") == 1, "more than one JVM for the builds"
     covered = [int(v) for v in re.findall(r"refresh: build ok in \S+ s, bronze version (\d+)", output)]
     steps = [b - a for a, b in itertools.pairwise(covered) if b != a]
+    # the first build reads all of bronze, compiled; the small ones after it run interpreted
+    modes = re.findall(r"build ok .* new bronze rows, (\w+), generated classes compiled: (\d+)", output)
+    assert modes[0][0] == "compiled" and int(modes[0][1]) > 0, modes
+    assert len(modes) > 1 and all(
+        mode == "interpreted" and int(classes) < int(modes[0][1]) / 10 for mode, classes in modes[1:]
+    ), modes
     assert covered[-1] == second and steps and max(steps) <= 2, f"builds covered versions {covered}"
     silver = {
         game: DeltaTable(str(warehouse / "spark" / "silver.db" / f"silver_{game}")).to_pyarrow_table()
