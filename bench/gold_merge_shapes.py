@@ -15,9 +15,12 @@ the shapes interleaved so the machine's drift hits them alike:
 - ``merge as built, source not materialized``: the first shape with Delta's
   ``merge.materializeSource`` set to ``none`` (the source reads fixed table versions, so it
   cannot change between the MERGE's two passes);
+- ``merge, totals joined unfiltered``: the first shape without the totals' filter
+  ``gamer_id in (select gamer_id from batch)``, which reads the batch a second time;
 - ``merge as built, <setting>``: the first shape under one session setting each (interpreted
   expressions, no file statistics, no checksum file, one shuffle partition: ``SHAPE_CONFS``);
-- ``source alone`` / ``source joined to totals``: ``count(*)`` of each source, no write;
+- ``source alone`` / ``source joined to totals`` / ``... to unfiltered totals``: ``count(*)`` of
+  each source, no write;
 - ``insert of 10 rows``: a plain insert into another copy, the floor of a write here.
 
 The first round warms up and is not counted. Medians are printed and appended to
@@ -65,11 +68,12 @@ def _batch(silver: str, first: int, last: int) -> str:
     group by gamer_id"""
 
 
-def _joined(batch: str, gold: str, game: str) -> str:
+def _joined(batch: str, gold: str, game: str, filtered: bool = True) -> str:
     added = ", ".join(f"b.{c} + coalesce(p.{c}, 0) as {c}" for c in COUNTS)
     combined = ", ".join(f"{f}(b.{c}, p.{c}) as {c}" for c, f in COMBINED.items())
+    totals = f"select * from {gold}" + (" where gamer_id in (select gamer_id from b)" if filtered else "")
     return f"""
-    with b as ({batch}), p as (select * from {gold} where gamer_id in (select gamer_id from b))
+    with b as ({batch}), p as ({totals})
     select '{game}' as game_slug, b.gamer_id, {added}, {combined}, current_timestamp() as updated_at
     from b left join p on b.gamer_id = p.gamer_id"""
 
@@ -103,8 +107,11 @@ def _shapes(game: str, batch: str) -> dict[str, str]:
             for shape in SHAPE_CONFS
             if shape.startswith("merge as built, ") and shape != "merge as built, source not materialized"
         },
+        "merge, totals joined unfiltered": f"merge into gc as d using joined_all_gc as s {on}"
+        " when matched then update set * when not matched then insert *",
         "source alone": "select count(*) from batch_only",
         "source joined to totals": "select count(*) from joined_gc",
+        "source joined to unfiltered totals": "select count(*) from joined_all_gc",
         "insert of 10 rows": "insert into gi select * from batch_only limit 10",
     }
 
@@ -150,6 +157,8 @@ def _copies(spark: Any, gold: str, game: str, batch: str) -> None:
     )
     for copy in ("gc", "gdv"):
         spark.sql(f"create or replace temporary view joined_{copy} as {_joined(batch, copy, game)}")
+    unfiltered = _joined(batch, "gc", game, filtered=False)
+    spark.sql(f"create or replace temporary view joined_all_gc as {unfiltered}")
 
 
 def run(game: str, rounds: int, versions: int) -> list[str]:
