@@ -8,10 +8,13 @@ code), so the cache misses: a warm 5-game cycle of 6,000 events compiled about 1
 Interpreted, the same cycle compiled none and took 40-44 s against 51-56 s; at 100,000 rows a
 cycle the two were even (bench/results/jvm_cpu.md). So a cycle reading fewer rows than
 ``interpreted_below`` runs interpreted, and a larger one (or one of unknown size) compiled.
+``ingest dbt-build`` (``make run``'s build) chooses the same way from all of bronze's rows, the
+most any of its builds can read.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 INTERPRETED_BELOW_ROWS = 100_000  # the break-even measured at 100,000 rows a cycle
@@ -34,3 +37,15 @@ def set_mode(spark: Any, run_interpreted: bool) -> None:
 def classes_compiled(spark: Any) -> int:
     """How many generated classes this JVM has compiled so far (Spark's codegen cache misses)."""
     return int(spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount())
+
+
+def table_rows(path: Path) -> int | None:
+    """The rows of the Delta table at ``path`` from its log's file statistics (delta-rs, no Spark);
+    None when there is no table there or a file has no row count."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(str(path)):
+        return None
+    counts = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True))["num_records"].to_pylist()
+    return None if None in counts else sum(counts)

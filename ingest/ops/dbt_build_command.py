@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from typing import Any
 
 from ingest.core.errors import ConfigError, IngestError
@@ -18,9 +19,11 @@ from ingest.core.settings.paths import PROJECT_DIR
 from ingest.games.model_files import sync
 from ingest.games.seed import SEED, read_games
 from ingest.ops import docs_site
+from ingest.ops.codegen_mode import interpreted, set_mode, table_rows
 from ingest.ops.warm_dbt import WarmDbt
 
 PROFILES_DIR = PROJECT_DIR / "profiles"
+BRONZE_PATH = "spark.gamelake.bronze.path"  # where on-run-start registers bronze (session.py)
 TOP_PLAYERS = 5
 
 
@@ -72,12 +75,16 @@ def run(_args: argparse.Namespace | None = None) -> int:
             "seeds/games.csv or ingest/core/bronze_contract.yml changed since the models were generated: "
             "run `ingest games sync`"
         )
-    spark = local_session(lakehouse=lakehouse_uri())
+    lakehouse = lakehouse_uri()
+    spark = local_session(lakehouse=lakehouse)
+    bronze_rows = table_rows(Path(str(spark.conf.get(BRONZE_PATH)))) if lakehouse is None else None
+    set_mode(spark, interpreted(bronze_rows))
     dbt = WarmDbt(PROJECT_DIR, PROFILES_DIR)  # the build parses the project; docs reuse that parse
     seconds = {"build (parse and seed included)": _dbt(dbt, "build"), "docs": _dbt(dbt, "docs", "generate")}
     docs_site.finish()
     print("\n".join(["", "lakehouse:", *(f"   {line}" for line in summary(spark))]))
-    print("   dbt: " + ", ".join(f"{step} {took:.0f}s" for step, took in seconds.items()))
+    mode = "interpreted" if interpreted(bronze_rows) else "compiled"
+    print("   dbt: " + ", ".join(f"{step} {took:.0f}s" for step, took in seconds.items()) + f" ({mode})")
     print(
         "   docs: run `make docs-serve` and open http://127.0.0.1:8580 "
         "(the overview page, then a game's lineage: the graph button, bottom right)"

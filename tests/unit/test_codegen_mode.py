@@ -7,7 +7,7 @@ from deltalake import write_deltalake
 
 from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
-from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, interpreted
+from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, interpreted, table_rows
 from ingest.ops.refresh_command import CycleSize
 
 
@@ -52,3 +52,11 @@ def test_the_watch_does_not_guess_rows_it_did_not_keep(tmp_path: Path) -> None:
     watch.forget_up_to(2)
     watch.rows.pop(1)
     assert watch.rows_after(0) is None
+
+
+def test_a_tables_rows_come_from_its_log_without_spark(tmp_path: Path) -> None:
+    table = tmp_path / "bronze"
+    assert table_rows(table) is None
+    for count in (5, 7):
+        write_deltalake(str(table), pa.table({"n": list(range(count))}), mode="append")
+    assert table_rows(table) == 12
