@@ -314,8 +314,8 @@ def measure(
             {
                 "at": time.time(),
                 "load": os.getloadavg()[0],
-                "ingest_mb": _rss_mb(ingest.pid),
-                "refresh_mb": _rss_mb(refresh.pid),
+                "ingest_mb": _rss_mb([ingest.pid]),
+                "refresh_mb": _rss_mb([refresh.pid]),
             }
         )
         time.sleep(SAMPLE_EVERY_S)
