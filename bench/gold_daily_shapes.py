@@ -1,0 +1,113 @@
+"""What gold's daily-active write costs as a MERGE against a replace of the touched dates.
+
+    python -m bench.gold_daily_shapes [--game space_raiders] [--rounds 6] [--versions 3]
+
+gold_<game>_daily_active recomputes the event dates that received new silver rows and MERGEs
+them by event_date (macros/medallion/gold_daily_active.sql). Distinct counts do not add up, so
+the recompute stays; the question is the write. On the 5-game lakehouse bench.refresh_profile
+keeps (.cache/bench-profile/games-5), in one warm Spark session, a copy of the table takes the
+recompute of the dates touched by silver's last ``--versions`` versions, ``--rounds`` times in
+each shape, interleaved:
+
+- ``merge as built``: ``merge ... on event_date`` (dbt's ``merge``);
+- ``replace where``: ``insert into ... replace where event_date in (...)``, one pass, no join;
+- ``recompute alone``: ``count(*)`` of the source, no write;
+- ``touched dates``: the query that names the dates (the model's run_query).
+
+The first round warms up and is not counted. Medians are appended to bench/results/gold_merge.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+from bench.incremental import _session, prepare
+from bench.results_file import append_section
+from ingest.core.settings.paths import PROJECT_DIR
+
+RESULTS = PROJECT_DIR / "bench" / "results" / "gold_merge.md"
+LAKEHOUSE = PROJECT_DIR / ".cache" / "bench-profile" / "games-5"
+
+
+def _recompute(silver: str, version: int, dates: str, game: str) -> str:
+    return f"""
+    select event_date, '{game}' as game_slug, count(distinct gamer_id) as active_players,
+        count(distinct if(event_type = 'purchase', gamer_id, null)) as paying_players,
+        count_if(event_type = 'session_start') as session_count,
+        count_if(event_type = 'match_start') as match_count, count(*) as event_count,
+        max(silver_loaded_at) as silver_loaded_at, cast({version} as bigint) as silver_version,
+        current_timestamp() as updated_at
+    from {silver} version as of {version}
+    where event_date in ({dates})
+    group by event_date"""
+
+
+def _shapes(silver: str, first: int, last: int, dates: str, game: str) -> dict[str, str]:
+    source = _recompute(silver, last, dates, game)
+    return {
+        "merge as built": f"merge into dc as d using ({source}) as s on s.event_date = d.event_date"
+        " when matched then update set * when not matched then insert *",
+        "replace where": f"insert into dc replace where event_date in ({dates}) {source}",
+        "recompute alone": f"select count(*) from ({source})",
+        "touched dates": "select distinct cast(event_date as string)"
+        f" from table_changes('{silver}', {first}, {last}) where _change_type = 'insert'",
+    }
+
+
+def _timed(spark: Any, sql: str) -> float:
+    started = time.perf_counter()
+    spark.sql(sql).collect()
+    return time.perf_counter() - started
+
+
+def run(game: str, rounds: int, versions: int) -> list[str]:
+    if not (LAKEHOUSE / "state.json").exists():
+        prepare(LAKEHOUSE, 60_000, 5)
+    spark = _session(LAKEHOUSE)
+    gold, silver = f"gold.gold_{game}_daily_active", f"silver.silver_{game}"
+    last = int(spark.sql(f"describe history {silver} limit 1").first()["version"])
+    first = max(last - versions + 1, 1)
+    touched = spark.sql(
+        f"select distinct event_date from table_changes('{silver}', {first}, {last})"
+        " where _change_type = 'insert'"
+    ).collect()
+    dates = ", ".join(f"date '{row[0]}'" for row in touched)
+    spark.sql("use default")
+    spark.sql(f"create or replace table dc using delta as select * from {gold}")
+    shapes = _shapes(silver, first, last, dates, game)
+    times: dict[str, list[float]] = {shape: [] for shape in shapes}
+    for round_ in range(rounds):
+        for shape, sql in shapes.items():
+            seconds = _timed(spark, sql)
+            if round_:
+                times[shape].append(seconds)
+    days = spark.table("dc").count()
+    spark.sql("drop table dc")
+    spark.stop()
+    body = [
+        f"- `{gold}`: {days} days; {len(touched)} touched by silver's last {versions} versions",
+        f"- {rounds - 1} rounds after a warm-up round, shapes interleaved, one warm session",
+        "",
+        "| shape | median s | min s | max s |",
+        "|---|---:|---:|---:|",
+    ]
+    for shape, values in times.items():
+        body.append(f"| {shape} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
+    return body
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--game", default="space_raiders")
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--versions", type=int, default=3)
+    args = parser.parse_args()
+    body = run(args.game, args.rounds, args.versions)
+    append_section(RESULTS, "Gold's daily-active write: MERGE against a replace of the touched dates", body)
+
+
+if __name__ == "__main__":
+    main()
