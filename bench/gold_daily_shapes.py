@@ -23,10 +23,10 @@ and the breakdown are appended to bench/results/gold_merge.md.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 from typing import Any
 
+from bench.gold_merge_shapes import interleaved_rounds, median_table
 from bench.incremental import _session, prepare
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
@@ -113,26 +113,13 @@ def run(game: str, rounds: int, versions: int) -> list[str]:
     spark.sql("use default")
     spark.sql(f"create or replace table dc using delta as select * from {gold}")
     shapes = _shapes(silver, first, last, dates, game)
-    times: dict[str, list[float]] = {shape: [] for shape in shapes}
-    for round_ in range(rounds):
-        for shape, sql in shapes.items():
-            seconds = _timed(spark, sql)
-            if round_:
-                times[shape].append(seconds)
+    times = interleaved_rounds(shapes, rounds, lambda _shape, sql: _timed(spark, sql))
     breakdown = _breakdown(spark, shapes)
     days = spark.table("dc").count()
     spark.sql("drop table dc")
     spark.stop()
-    body = [
-        f"- `{gold}`: {days} days; {len(touched)} touched by silver's last {versions} versions",
-        f"- {rounds - 1} rounds after a warm-up round, shapes interleaved, one warm session",
-        "",
-        "| shape | median s | min s | max s |",
-        "|---|---:|---:|---:|",
-    ]
-    for shape, values in times.items():
-        body.append(f"| {shape} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
-    return body + breakdown
+    shown = f"- `{gold}`: {days} days; {len(touched)} touched by silver's last {versions} versions"
+    return [shown, *median_table(times, rounds), *breakdown]
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bench.incremental import _session, prepare
@@ -161,6 +162,27 @@ def _copies(spark: Any, gold: str, game: str, batch: str) -> None:
     spark.sql(f"create or replace temporary view joined_all_gc as {unfiltered}")
 
 
+def interleaved_rounds(
+    shapes: dict[str, str], rounds: int, timed: Callable[[str, str], float]
+) -> dict[str, list[float]]:
+    """Each shape's seconds over ``rounds`` rounds, shapes interleaved; the first round not kept."""
+    times: dict[str, list[float]] = {shape: [] for shape in shapes}
+    for round_ in range(rounds):
+        for shape, sql in shapes.items():
+            seconds = timed(shape, sql)
+            if round_:
+                times[shape].append(seconds)
+    return times
+
+
+def median_table(times: dict[str, list[float]], rounds: int) -> list[str]:
+    lines = [f"- {rounds - 1} rounds after a warm-up round, shapes interleaved, one warm session", ""]
+    lines += ["| shape | median s | min s | max s |", "|---|---:|---:|---:|"]
+    for shape, values in times.items():
+        lines.append(f"| {shape} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
+    return lines
+
+
 def run(game: str, rounds: int, versions: int) -> list[str]:
     if not (LAKEHOUSE / "state.json").exists():
         prepare(LAKEHOUSE, 60_000, 5)
@@ -173,25 +195,14 @@ def run(game: str, rounds: int, versions: int) -> list[str]:
     spark.sql("use default")
     _copies(spark, gold, game, batch)
     shapes = _shapes(game, batch)
-    times: dict[str, list[float]] = {shape: [] for shape in shapes}
-    for round_ in range(rounds):
-        for shape, sql in shapes.items():
-            seconds = _timed_shape(spark, shape, sql)
-            if round_:
-                times[shape].append(seconds)
+    times = interleaved_rounds(shapes, rounds, lambda shape, sql: _timed_shape(spark, shape, sql))
     for copy in ("gc", "gdv", "gi"):
         spark.sql(f"drop table {copy}")
     spark.stop()
-    body = [
-        f"- `{gold}`: {gold_rows:,} gamers; a batch of {batch_rows:,} silver rows from {versions} versions",
-        f"- {rounds - 1} rounds after a warm-up round, shapes interleaved, one warm session",
-        "",
-        "| shape | median s | min s | max s |",
-        "|---|---:|---:|---:|",
-    ]
-    for shape, values in times.items():
-        body.append(f"| {shape} | {statistics.median(values):.2f} | {min(values):.2f} | {max(values):.2f} |")
-    return body
+    shown = (
+        f"- `{gold}`: {gold_rows:,} gamers; a batch of {batch_rows:,} silver rows from {versions} versions"
+    )
+    return [shown, *median_table(times, rounds)]
 
 
 def main() -> None:
