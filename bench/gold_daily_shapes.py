@@ -26,13 +26,11 @@ import argparse
 import time
 from typing import Any
 
-from bench.gold_merge_shapes import interleaved_rounds, median_table
-from bench.incremental import _session, prepare
+from bench.gold_merge_shapes import interleaved_rounds, median_table, open_lakehouse
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "gold_merge.md"
-LAKEHOUSE = PROJECT_DIR / ".cache" / "bench-profile" / "games-5"
 
 
 def _recompute(silver: str, version: int, dates: str, game: str) -> str:
@@ -99,11 +97,8 @@ def _breakdown(spark: Any, shapes: dict[str, str]) -> list[str]:
 
 
 def run(game: str, rounds: int, versions: int) -> list[str]:
-    if not (LAKEHOUSE / "state.json").exists():
-        prepare(LAKEHOUSE, 60_000, 5)
-    spark = _session(LAKEHOUSE)
     gold, silver = f"gold.gold_{game}_daily_active", f"silver.silver_{game}"
-    last = int(spark.sql(f"describe history {silver} limit 1").first()["version"])
+    spark, last = open_lakehouse(silver)
     first = max(last - versions + 1, 1)
     touched = spark.sql(
         f"select distinct event_date from table_changes('{silver}', {first}, {last})"

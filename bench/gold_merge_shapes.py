@@ -183,12 +183,17 @@ def median_table(times: dict[str, list[float]], rounds: int) -> list[str]:
     return lines
 
 
-def run(game: str, rounds: int, versions: int) -> list[str]:
+def open_lakehouse(silver: str) -> tuple[Any, int]:
+    """A warm session on the profile's 5-game lakehouse (made when missing), and ``silver``'s version."""
     if not (LAKEHOUSE / "state.json").exists():
         prepare(LAKEHOUSE, 60_000, 5)
     spark = _session(LAKEHOUSE)
+    return spark, int(spark.sql(f"describe history {silver} limit 1").first()["version"])
+
+
+def run(game: str, rounds: int, versions: int) -> list[str]:
     gold, silver = f"gold.gold_{game}_player_agg", f"silver.silver_{game}"
-    last = int(spark.sql(f"describe history {silver} limit 1").first()["version"])
+    spark, last = open_lakehouse(silver)
     batch = _batch(silver, max(last - versions + 1, 1), last)
     batch_rows = spark.sql(f"select sum(event_count) from ({batch})").first()[0]
     gold_rows = spark.table(gold).count()
