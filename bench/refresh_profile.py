@@ -30,9 +30,11 @@ bench/results/refresh_profile.md.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import datetime as dt
 import os
 import platform
+import pstats
 import re
 import statistics
 import subprocess
@@ -190,7 +192,7 @@ def _cpu_seconds(spark: Any) -> dict[str, float]:
 
 
 def profile(
-    games: int, new: int, active: int, cycle: str, parse: str
+    games: int, new: int, active: int, cycle: str, parse: str, python_profile: bool = False
 ) -> tuple[float, list[Node], dict[str, Any]]:
     import json
 
@@ -206,13 +208,17 @@ def profile(
     receiving = state["games"][: active or None]
     watch = BronzeWatch(bronze, ReaderMarks(root / "warehouse" / "spark" / "silver.db"))
     runner = WarmDbt(project, project / "profiles", parses=0 if parse == "once" else -1)
-    for _ in ("warm", "profiled"):
+    python = cProfile.Profile()
+    for round_ in ("warm", "profiled"):
         _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, receiving, 0.01))
         state["next_id"] += new
         before = _log_versions(root / "warehouse")
         recorder = Recorder()
         cpu_before = _cpu_seconds(spark)
+        if python_profile and round_ == "profiled":
+            python.enable()
         took, results = _cycle(runner, spark, recorder, cycle, watch, new)
+        python.disable()
         cpu_after = _cpu_seconds(spark)
     after = _log_versions(root / "warehouse")
     (root / "state.json").write_text(json.dumps(state))
@@ -225,8 +231,26 @@ def profile(
     hooks: dict[str, Any] = {k: v for k, v in recorder.statements.items() if k.startswith("(run hooks")}
     hooks["(invocations)"] = recorder.invocations
     hooks["(cpu)"] = {side: cpu_after[side] - cpu_before[side] for side in cpu_after}
+    hooks["(python)"] = _python_lines(python) if python_profile else []
     spark.stop()
     return took, nodes, hooks
+
+
+PYTHON_SHOWN = re.compile(r"/(dbt|dbt_common|dbt/adapters|pyspark|ingest|py4j)/")
+
+
+def _python_lines(python: cProfile.Profile, top: int = 30) -> list[str]:
+    """The cycle's Python functions (dbt, its Spark adapter, pyspark, py4j) by cumulative time."""
+    stats = pstats.Stats(python)
+    rows = []
+    for (path, line, name), (_, calls, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if PYTHON_SHOWN.search(path):
+            short = path.split("site-packages/")[-1].split("/work/main/")[-1]
+            rows.append((cumulative, calls, f"{short}:{line} {name}"))
+    rows.sort(reverse=True)
+    lines = ["", "Python (cProfile of the cycle): dbt, its adapter, pyspark and py4j by cumulative time", ""]
+    lines += ["| function | calls | cumulative s |", "|---|---:|---:|"]
+    return lines + [f"| `{where}` | {calls} | {cumulative:.2f} |" for cumulative, calls, where in rows[:top]]
 
 
 def _report(
@@ -242,7 +266,7 @@ def _report(
     models = [n for n in nodes if n.kind == "model"]
     tests = [n for n in nodes if n.kind == "test"]
     invocations = hooks.get("(invocations)", [])
-    statements = {k: v for k, v in hooks.items() if k not in ("(invocations)", "(cpu)")}
+    statements = {k: v for k, v in hooks.items() if k not in ("(invocations)", "(cpu)", "(python)")}
     cpu = hooks.get("(cpu)", {})
     outside = [n.seconds - n.sql_seconds for n in models]
     receiving = f"events for {active} of them" if active and active < games else "events for all"
@@ -295,9 +319,20 @@ def _report(
             f"| {n.name} | {n.seconds:.2f} | {n.sql_seconds:.2f} | {n.seconds - n.sql_seconds:.2f} | "
             f"{n.commits} | {steps} |"
         )
-    lines += ["", "Tests: wall s", "", "| test | wall s |", "|---|---:|"]
-    lines += [f"| {n.name} | {n.seconds:.2f} |" for n in sorted(tests, key=lambda n: -n.seconds)]
-    return [*lines, ""]
+    lines += [
+        "",
+        "Tests: wall s, in Spark statements s, statements in order:",
+        "",
+        "| test | wall s | Spark s | statements (s) |",
+        "|---|---:|---:|---|",
+    ]
+    lines += [
+        f"| {n.name} | {n.seconds:.2f} | {n.sql_seconds:.2f} | "
+        + ", ".join(f"{k} {s:.2f}" for k, s in n.statements)
+        + " |"
+        for n in sorted(tests, key=lambda n: -n.seconds)
+    ]
+    return [*lines, *hooks.get("(python)", []), ""]
 
 
 def _family(name: str) -> str:
@@ -332,11 +367,16 @@ def main(argv: list[str] | None = None) -> int:
         "each: every dbt invocation loads it",
     )
     parser.add_argument("--label", default="")
+    parser.add_argument(
+        "--python-profile", action="store_true", help="also list dbt's Python functions by cumulative time"
+    )
     parser.add_argument("--only", type=int, help=argparse.SUPPRESS)  # one games count, in this process
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.only:
-        took, nodes, hooks = profile(args.only, args.new, args.active, args.cycle, args.parse[0])
+        took, nodes, hooks = profile(
+            args.only, args.new, args.active, args.cycle, args.parse[0], args.python_profile
+        )
         report = _report(args.only, args.new, took, nodes, hooks, args.active, args.cycle, args.parse[0])
         args.out.write_text("\n".join(report) + "\n")
         return 0
@@ -367,6 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             args.cycle,
             "--parse",
             parse,
+            *(["--python-profile"] if args.python_profile else []),
         ]
         subprocess.run([*command, "--out", str(out)], check=True, cwd=PROJECT_DIR)
         lines.append(out.read_text())
