@@ -32,13 +32,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from bench.incremental import _session, prepare
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
 
+Shape = TypeVar("Shape")  # what a round runs: a statement, or several
 RESULTS = PROJECT_DIR / "bench" / "results" / "gold_merge.md"
 LAKEHOUSE = PROJECT_DIR / ".cache" / "bench-profile" / "games-5"
 COUNTS = ["event_count", "session_count", "match_count", "purchase_count", "achievement_count"]
@@ -163,7 +164,7 @@ def _copies(spark: Any, gold: str, game: str, batch: str) -> None:
 
 
 def interleaved_rounds(
-    shapes: dict[str, str], rounds: int, timed: Callable[[str, str], float]
+    shapes: Mapping[str, Shape], rounds: int, timed: Callable[[str, Shape], float]
 ) -> dict[str, list[float]]:
     """Each shape's seconds over ``rounds`` rounds, shapes interleaved; the first round not kept."""
     times: dict[str, list[float]] = {shape: [] for shape in shapes}
