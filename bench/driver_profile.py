@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.gold_daily_shapes import _shapes
+from bench.gold_daily_shapes import _shapes, copy_with_touched_dates
 from bench.gold_merge_shapes import open_lakehouse
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
@@ -143,13 +143,7 @@ def run(game: str, shape: str, runs: int, top: int, sql_file: Path | None, inter
     spark, last = open_lakehouse(silver)
     set_mode(spark, interpreted)
     first = max(last - 2, 1)
-    touched = spark.sql(
-        f"select distinct event_date from table_changes('{silver}', {first}, {last})"
-        " where _change_type = 'insert'"
-    ).collect()
-    dates = ", ".join(f"date '{row[0]}'" for row in touched)
-    spark.sql("use default")
-    spark.sql(f"create or replace table dc using delta as select * from {gold}")
+    touched, dates = copy_with_touched_dates(spark, gold, silver, first, last)
     sql = sql_file.read_text() if sql_file else _shapes(silver, first, last, dates, game)[shape]
     shape = f"{sql_file.name}" if sql_file else shape
     unprofiled = []
@@ -165,7 +159,7 @@ def run(game: str, shape: str, runs: int, top: int, sql_file: Path | None, inter
     walls.sort()
     shown = (
         f"- `{gold}` copy, shape `{shape}`, {'interpreted' if interpreted else 'compiled'},"
-        f" {len(touched)} touched date(s); {runs} runs under JFR"
+        f" {touched} touched date(s); {runs} runs under JFR"
         f" after 3 runs without it: median {walls[len(walls) // 2]:.2f} s, min {walls[0]:.2f} s"
         f" (without: {', '.join(f'{w:.2f}' for w in unprofiled)} s)"
     )

@@ -96,24 +96,30 @@ def _breakdown(spark: Any, shapes: dict[str, str]) -> list[str]:
     return lines
 
 
-def run(game: str, rounds: int, versions: int) -> list[str]:
-    gold, silver = f"gold.gold_{game}_daily_active", f"silver.silver_{game}"
-    spark, last = open_lakehouse(silver)
-    first = max(last - versions + 1, 1)
+def copy_with_touched_dates(spark: Any, gold: str, silver: str, first: int, last: int) -> tuple[int, str]:
+    """Copy ``gold`` to ``default.dc``; the event dates silver's versions ``first``..``last`` touched
+    (how many, and as SQL date literals)."""
     touched = spark.sql(
         f"select distinct event_date from table_changes('{silver}', {first}, {last})"
         " where _change_type = 'insert'"
     ).collect()
-    dates = ", ".join(f"date '{row[0]}'" for row in touched)
     spark.sql("use default")
     spark.sql(f"create or replace table dc using delta as select * from {gold}")
+    return len(touched), ", ".join(f"date '{row[0]}'" for row in touched)
+
+
+def run(game: str, rounds: int, versions: int) -> list[str]:
+    gold, silver = f"gold.gold_{game}_daily_active", f"silver.silver_{game}"
+    spark, last = open_lakehouse(silver)
+    first = max(last - versions + 1, 1)
+    touched, dates = copy_with_touched_dates(spark, gold, silver, first, last)
     shapes = _shapes(silver, first, last, dates, game)
     times = interleaved_rounds(shapes, rounds, lambda _shape, sql: _timed(spark, sql))
     breakdown = _breakdown(spark, shapes)
     days = spark.table("dc").count()
     spark.sql("drop table dc")
     spark.stop()
-    shown = f"- `{gold}`: {days} days; {len(touched)} touched by silver's last {versions} versions"
+    shown = f"- `{gold}`: {days} days; {touched} touched by silver's last {versions} versions"
     return [shown, *median_table(times, rounds), *breakdown]
 
 
