@@ -12,6 +12,10 @@ from ingest.core.settings.paths import PROJECT_DIR
 from tests.integration.ingest_support import service_env
 
 pytestmark = pytest.mark.integration
+# The CLI gives Kafka 8 s; without its own timeout it would wait for ever (the run's 60 s limit).
+# The rest is the interpreter and imports starting, 2 s on a loaded 2-core machine, so the bound
+# tells "gave up at its own timeout" from "hung" without timing the machine.
+GAVE_UP_WITHIN_S = 8 + 12
 
 
 def _run(env: dict[str, str], *command: str) -> subprocess.CompletedProcess[str]:
@@ -47,15 +51,15 @@ def test_bad_configuration_is_a_clear_error(stack, fresh_topic, tmp_path, overri
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
     assert "s3cret-pw" not in result.stderr + result.stdout
-    assert len(result.stderr.splitlines()) <= 3 and took < 10, (took, result.stderr[-2000:])
+    assert len(result.stderr.splitlines()) <= 3 and took < GAVE_UP_WITHIN_S, (took, result.stderr[-2000:])
 
 
-def test_status_with_kafka_unreachable_is_one_line_within_10_s(stack, fresh_topic, tmp_path):
+def test_status_with_kafka_unreachable_is_one_line_at_its_timeout(stack, fresh_topic, tmp_path):
     env = {**service_env(stack, fresh_topic, tmp_path), "GAMELAKE_INGEST_BOOTSTRAP_SERVERS": "localhost:1"}
     started = time.monotonic()
     result = _run(env, "status")
     took = time.monotonic() - started
-    assert result.returncode == 2 and took < 10, took
+    assert result.returncode == 2 and took < GAVE_UP_WITHIN_S, took
     [line] = result.stderr.splitlines()
     assert line.startswith("ingest status: error: Kafka at localhost:1 did not answer within 8 s")
     assert line.endswith("check bootstrap_servers and the security settings")
