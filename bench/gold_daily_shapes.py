@@ -22,11 +22,10 @@ and the breakdown are appended to bench/results/gold_merge.md.
 
 from __future__ import annotations
 
-import argparse
 import time
 from typing import Any
 
-from bench.gold_merge_shapes import interleaved_rounds, median_table, open_lakehouse
+from bench.gold_merge_shapes import gold_bench_args, interleaved_rounds, median_table, open_lakehouse
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
 
@@ -124,11 +123,7 @@ def run(game: str, rounds: int, versions: int) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--game", default="space_raiders")
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--versions", type=int, default=3)
-    args = parser.parse_args()
+    args = gold_bench_args(__doc__)
     body = run(args.game, args.rounds, args.versions)
     append_section(RESULTS, "Gold's daily-active write: MERGE against a replace of the touched dates", body)
 

@@ -211,12 +211,17 @@ def run(game: str, rounds: int, versions: int) -> list[str]:
     return [shown, *median_table(times, rounds)]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def gold_bench_args(doc: str) -> argparse.Namespace:
+    """``--game``, ``--rounds`` and ``--versions``, as both gold write benches take them."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     parser.add_argument("--game", default="space_raiders")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--versions", type=int, default=3)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = gold_bench_args(__doc__)
     body = run(args.game, args.rounds, args.versions)
     append_section(
         RESULTS,
