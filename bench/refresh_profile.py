@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import datetime as dt
+import json
 import os
 import platform
 import pstats
@@ -50,7 +51,7 @@ from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.codegen_mode import set_mode
-from ingest.ops.refresh_command import CycleSize
+from ingest.ops.refresh_command import CycleSize, cycle_lock
 from ingest.ops.refresh_selection import SLICE_MODEL, after_slice_args, build_selection, read_slice_readers
 from ingest.ops.warm_dbt import WarmDbt
 
@@ -170,16 +171,17 @@ def _cycle(
     started = time.monotonic()
     watch.version()  # as `ingest refresh` polls bronze, then hands over what it read before a build
     watch.hand_versions_to(spark)
-    handed = time.monotonic() - started
-    took, first = _dbt(project, recorder, "build", "--select", SLICE_MODEL)
-    took += handed
-    started = time.monotonic()
-    selection = build_selection(read_slice_readers(spark))
-    took += time.monotonic() - started
-    if not selection:
-        return took, list(first.results)
-    more, second = _dbt(project, recorder, *after_slice_args(selection))
-    return took + more, [*first.results, *second.results]
+    results: list[Any] = []
+    # the one build lock `ingest refresh` takes for the cycle's two invocations, timed with it
+    with cycle_lock(watch.readers.silver_dir.parent) as held:
+        given = ["--vars", json.dumps(held)] if held else []
+        _, first = _dbt(project, recorder, "build", "--select", SLICE_MODEL, *given)
+        results += first.results
+        selection = build_selection(read_slice_readers(spark))
+        if selection:
+            _, second = _dbt(project, recorder, *after_slice_args(selection), *given)
+            results += second.results
+    return time.monotonic() - started, results
 
 
 def _cpu_seconds(spark: Any) -> dict[str, float]:
@@ -194,8 +196,6 @@ def _cpu_seconds(spark: Any) -> dict[str, float]:
 def profile(
     games: int, new: int, active: int, cycle: str, parse: str, python_profile: bool = False
 ) -> tuple[float, list[Node], dict[str, Any]]:
-    import json
-
     root = WORK / f"games-{games}"
     if not (root / "state.json").exists():
         prepare(root, HISTORY, games)

@@ -20,13 +20,18 @@ build counts and times. The same port serves a dashboard of them at ``/dashboard
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime as dt
 import json
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+from deltalake import DeltaTable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ingest.core.errors import ConfigError, IngestError
@@ -38,6 +43,7 @@ from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, classes_compiled, interpreted, set_mode
+from ingest.ops.dbt_build_lock import LOCK_TABLE, BuildLockHeld, holding_build_lock, new_holder
 from ingest.ops.refresh_selection import (
     SLICE,
     SLICE_MODEL,
@@ -136,9 +142,42 @@ class _Outcomes:
 _OUTCOMES = _Outcomes()
 
 
-def _build(spark: Any, bounds: dict[str, int], whole: bool) -> bool:
-    """The whole project, or the slice and then only the games with rows in it (refresh_selection)."""
-    given = {name: most for name, most in bounds.items() if most}
+# One holder for the process: the same --vars every cycle, so the project is parsed once.
+HOLDER = new_holder("refresh")
+
+
+@contextlib.contextmanager
+def cycle_lock(tables_dir: Path) -> Iterator[dict[str, str]]:
+    """dbt's build lock, taken once for a cycle's two invocations with delta-rs, where dbt's own
+    hooks would take and release it in each at a MERGE and a DELETE apiece
+    (bench/results/build_lock.md). Yields the var that tells the hooks the caller holds it; none
+    before a first build has made the lock's table, when dbt's hooks take it themselves."""
+    if not DeltaTable.is_deltatable(str(tables_dir / LOCK_TABLE)):
+        yield {}
+        return
+    with holding_build_lock(tables_dir, "refresh", HOLDER, stale_after=_lock_stale_after()):
+        yield {"gamelake_build_lock_held_by": HOLDER}
+
+
+def _lock_stale_after() -> dt.timedelta:
+    """The age at which dbt takes a lock over as a crashed build's (gamelake_build_lock_minutes)."""
+    project = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text(encoding="utf-8"))
+    return dt.timedelta(minutes=int(project["vars"]["gamelake_build_lock_minutes"]))
+
+
+def _build(spark: Any, tables_dir: Path, bounds: dict[str, int], whole: bool) -> bool:
+    """The whole project, or the slice and then only the games with rows in it (refresh_selection),
+    under one build lock."""
+    try:
+        with cycle_lock(tables_dir) as held:
+            return _build_locked(spark, {**bounds, **held}, whole)
+    except BuildLockHeld as refused:
+        log.error("refresh: %s", refused)
+        return False
+
+
+def _build_locked(spark: Any, given_vars: dict[str, Any], whole: bool) -> bool:
+    given = {name: value for name, value in given_vars.items() if value}
     bound = ["--vars", json.dumps(given)] if given else []
     if whole:
         return _dbt("build", *bound)
@@ -183,7 +222,7 @@ def build_once(
         watch.hand_rows_to(spark)
     watch.hand_versions_to(spark)  # marks and versions, read once from the Delta logs
     bounds = {"gamelake_slice_max_versions": max_versions, "gamelake_slice_max_rows": max_rows}
-    ok = _build(spark, bounds, whole)
+    ok = _build(spark, watch.readers.silver_dir.parent, bounds, whole)
     took = time.monotonic() - started
     BUILD_SECONDS.observe(took)
     BUILDS.labels("ok" if ok else "failed").inc()

@@ -2,9 +2,15 @@
     would both insert them. on-run-start takes the lock with a MERGE into a one-row Delta table;
     Delta's optimistic concurrency lets only one of two racing MERGEs commit, and the loser's
     build stops before any model runs. on-run-end releases it. A lock older than
-    gamelake_build_lock_minutes is taken as left by a crashed build. -#}
+    gamelake_build_lock_minutes is taken as left by a crashed build. A caller that holds the lock
+    across invocations (the continuous refresh, ingest/ops/dbt_build_lock.py) names itself in
+    the var gamelake_build_lock_held_by, and the hooks leave the lock to it. -#}
 {% macro gamelake_acquire_build_lock(for_operation=false) %}
     {%- if not (for_operation or _gamelake_lock_applies()) -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- if _gamelake_lock_held_by_caller() and not for_operation -%}
+        {{ log("build lock held by the caller, " ~ var('gamelake_build_lock_held_by')) }}
         {{ return('') }}
     {%- endif -%}
     {%- set lock = _gamelake_lock_table() -%}
@@ -37,6 +43,9 @@
     {%- if not (force or for_operation or _gamelake_lock_applies()) -%}
         {{ return('') }}
     {%- endif -%}
+    {%- if _gamelake_lock_held_by_caller() and not (force or for_operation) -%}
+        {{ return('') }}
+    {%- endif -%}
     {%- set lock = _gamelake_lock_table() -%}
     {%- do run_query("create table if not exists " ~ lock
         ~ " (name string, holder string, taken_at timestamp) using delta") -%}
@@ -63,4 +72,9 @@
 {#- Only commands that write models take the lock (and operations that write, by for_operation). -#}
 {% macro _gamelake_lock_applies() %}
     {{ return(execute and flags.WHICH in ('run', 'build')) }}
+{% endmacro %}
+
+{#- The caller took the lock for this invocation and releases it after (the continuous refresh). -#}
+{% macro _gamelake_lock_held_by_caller() %}
+    {{ return(var('gamelake_build_lock_held_by', '') | length > 0) }}
 {% endmacro %}

@@ -126,10 +126,19 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
             300,
             "the first build to cover bronze",
         )
-        quiet_versions = _versions(warehouse, "quiet")
+        quiet_versions, alpha_versions = _versions(warehouse, "quiet"), _versions(warehouse, "alpha")
+        # an analyst's build holds the lock: the refresh is refused, naming it, until it is released
+        lock = _hold_lock(warehouse, "analyst-build")
         for _ in range(4):  # a backlog of 4 versions, read 2 at a time (20 rows)
             write_deltalake(str(bronze), _bronze_batch(writer, 10, BUSY), mode="append")
         second = DeltaTable(str(bronze)).version()
+        wait_until(
+            lambda: "a dbt build (invocation analyst-build" in (tmp_path / "refresh.log").read_text(),
+            120,
+            "the refresh to be refused the lock another build holds",
+        )
+        assert _versions(warehouse, "alpha") == alpha_versions, "a build wrote without the lock"
+        DeltaTable(str(lock)).delete("holder = 'analyst-build'")
         wait_until(
             lambda: _metric("gamelake_refresh_bronze_version")["gamelake_refresh_bronze_version"] >= second,
             180,
@@ -141,7 +150,8 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
             'gamelake_layer_lag_seconds{layer="gold"}',
         }
         builds = _metric("gamelake_refresh_builds_total")
-        assert builds['gamelake_refresh_builds_total{outcome="failed"}'] == 0
+        refusals = (tmp_path / "refresh.log").read_text().count("a dbt build (invocation analyst-build")
+        assert builds['gamelake_refresh_builds_total{outcome="failed"}'] == refusals >= 1
         assert builds['gamelake_refresh_builds_total{outcome="ok"}'] >= 2
         # the refresh's own dashboard, in headless Chromium: a plot per panel, saved for a look
         dashboard = f"http://127.0.0.1:{METRICS_PORT}/dashboard"
@@ -177,6 +187,21 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     assert _versions(warehouse, "quiet") == quiet_versions
     assert "refresh: building silver_alpha+ silver_beta+ silver_quarantine+" in output, output[-3000:]
     assert "silver_quiet+" not in output.split("refresh: build ok", 1)[1]
+    # the first build's hooks made the lock table and took the lock; every later cycle's two dbt
+    # invocations ran under the one lock the refresh took, and released, itself
+    dbt_log = (project / "logs" / "dbt.log").read_text()
+    assert dbt_log.count("build lock taken by invocation") == 1, "dbt's hooks took the lock after the first"
+    assert dbt_log.count("build lock held by the caller, refresh-") >= len(covered) - 1 >= 1
+    assert DeltaTable(str(lock)).to_pyarrow_table().num_rows == 0, "the refresh left its lock behind"
+
+
+def _hold_lock(warehouse: Path, holder: str) -> Path:
+    """The build lock's row written as another build's, with delta-rs."""
+    lock = warehouse / "spark" / "silver.db" / "gamelake_build_lock"
+    schema = pa.schema(DeltaTable(str(lock)).schema().to_arrow())
+    row = {"name": ["build"], "holder": [holder], "taken_at": [datetime.now(UTC)]}
+    write_deltalake(str(lock), pa.Table.from_pydict(row, schema), mode="append")
+    return lock
 
 
 def _versions(warehouse: Path, game: str) -> dict[str, int]:

@@ -29,7 +29,7 @@ from ingest.core.errors import ConfigError
 from ingest.landing.decode.bronze_columns import PARTITION_COLUMN, type_name
 from ingest.landing.records import TopicPartition, txn_app_id
 from ingest.landing.upkeep.compaction import compaction_lock
-from ingest.ops.dbt_build_lock import holding_build_lock
+from ingest.ops.dbt_build_lock import BuildLockHeld, holding_build_lock
 from ingest.ops.migrations import json_text_marker
 from ingest.ops.migrations.json_text_convert import convert
 from ingest.ops.migrations.json_text_plan import MigrationError, MigrationPlan, SchemaLookup, plan_migration
@@ -78,8 +78,11 @@ def migrate(
     with compaction_lock(path) as locked:
         if not locked:
             raise MigrationError("a compaction of bronze is running: stop the service, then run this again")
-        with holding_build_lock(tables_dir, JOB) if tables_dir is not None else contextlib.nullcontext():
-            return _migrate(path, registry, app_id, progress, dry_run, tables_dir)
+        try:
+            with holding_build_lock(tables_dir, JOB) if tables_dir is not None else contextlib.nullcontext():
+                return _migrate(path, registry, app_id, progress, dry_run, tables_dir)
+        except BuildLockHeld as held:
+            raise MigrationError(str(held)) from None
 
 
 def _migrate(
