@@ -144,6 +144,21 @@ def wait_until(condition, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
+def wait_for_count(count, target: int, stall_s: float, what: str, evidence=lambda: "") -> None:
+    """Poll ``count`` until it reaches ``target``; fail naming ``what`` only when it stops growing
+    for ``stall_s`` seconds, with ``evidence()`` (say, a log's tail) in the message. A slow machine
+    is given the time it needs; a stalled one is caught as soon."""
+    last, moved_at = count(), time.monotonic()
+    while last < target:
+        time.sleep(0.2)
+        now = count()
+        if now > last:
+            last, moved_at = now, time.monotonic()
+        assert time.monotonic() - moved_at < stall_s, (
+            f"{what}: stuck at {last} of {target} for {stall_s:.0f} s\n{evidence()}"
+        )
+
+
 def registry_client(url: str, **conf: str) -> SchemaRegistryClient:
     """A registry client with a request timeout. Without one, confluent-kafka's client waits
     forever, and the local registry now and then never answers the serializer's lookup of

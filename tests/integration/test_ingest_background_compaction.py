@@ -20,7 +20,13 @@ from deltalake import DeltaTable
 from gamelake_dev.producer.publish import ensure_topic
 
 from ingest.core.settings.paths import PROJECT_DIR
-from tests.integration.ingest_support import assert_exactly_once, run_service, service_env, wait_until
+from tests.integration.ingest_support import (
+    assert_exactly_once,
+    run_service,
+    service_env,
+    wait_for_count,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -99,6 +105,15 @@ def test_a_sigkill_during_compaction_loses_and_duplicates_nothing(stack, fresh_t
     assert DeltaTable(str(tmp_path / "bronze" / "game_events")).to_pyarrow_table().num_rows > 0
 
 
+def _newest_version(table: Path) -> int:
+    versions = _log_versions(table) if (table / "_delta_log").exists() else []
+    return versions[-1] if versions else -1
+
+
+def _tails(*logs: Path, chars: int = 1500) -> str:
+    return "\n".join(f"--- {log.name}:\n{log.read_text()[-chars:]}" for log in logs if log.exists())
+
+
 def _log_versions(table: Path) -> list[int]:
     return sorted(int(f.name.split(".")[0]) for f in (table / "_delta_log").glob("*.json"))
 
@@ -128,10 +143,13 @@ def test_the_upkeep_deletes_old_log_files_beside_landing_and_loses_nothing(stack
     producer = _produce(stack, env, fresh_topic, tmp_path / "produce.log")
     service = _start(["run"], env, tmp_path / "ingest.log")
     try:
-        wait_until(lambda: event_log.exists() and len(_log_versions(bronze_path)) >= 30, 90, "30 commits")
+        evidence = lambda: _tails(tmp_path / "ingest.log", tmp_path / "produce.log")  # noqa: E731
+        wait_for_count(lambda: _newest_version(bronze_path), 30, 60, "bronze commits", evidence)
+        wait_until(event_log.exists, 60, "the event log")
         aged = {path: _age(path, hours=2) for path in (bronze_path, event_log)}
         # Two more upkeeps: each checkpoints past the aged versions, then cleans the log.
-        wait_until(lambda: _log_versions(bronze_path)[-1] >= aged[bronze_path] + 25, 90, "25 more commits")
+        target = aged[bronze_path] + 25
+        wait_for_count(lambda: _newest_version(bronze_path), target, 60, "commits after the ageing", evidence)
     finally:
         os.killpg(producer.pid, signal.SIGTERM)
         producer.wait(timeout=30)
