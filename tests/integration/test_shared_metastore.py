@@ -1,9 +1,9 @@
 """The shared metastore: PostgreSQL behind Spark's Hive client, for dbt from several JVMs at once.
 
-Embedded Derby lets one JVM at a time open the metastore. These tests run dbt in several JVMs,
-two of them at once, against one PostgreSQL metastore, each reading what another one made: the
-`local` target three times, then the `local` and the `cluster` target (a Spark Thrift Server on
-a standalone cluster) side by side.
+Embedded Derby lets one JVM at a time open the metastore. This test runs dbt in three JVMs
+against one PostgreSQL metastore: the `local` target makes a table, then two invocations at once,
+the `local` target in its own JVM and the `cluster` target (a Spark Thrift Server on a standalone
+cluster), each with the metastore open, read it.
 """
 
 from __future__ import annotations
@@ -108,23 +108,6 @@ def _last_game() -> str:
     return max(line.split(",")[0] for line in SEED)
 
 
-def test_two_dbt_invocations_at_once_share_one_postgresql_metastore(metastore, tmp_path):
-    dbt = Dbt(metastore, tmp_path)
-    assert metastore.url in dbt.rendered
-    assert metastore.password() not in dbt.rendered, "the password stays in the environment"
-
-    assert "Completed successfully" in finished(dbt.start("seeding", "seed"))  # one JVM makes reference.games
-    # Two more JVMs at once, each with the metastore open, read what the first one made.
-    counting = dbt.show("counting", COUNT_GAMES)
-    naming = dbt.show("naming", LAST_GAME)
-    assert f'"n": {len(SEED)}' in finished(counting)
-    assert f'"last": "{_last_game()}"' in finished(naming)
-
-    assert "reference" in metastore.psql('select "NAME" from "DBS"')
-    assert "games" in metastore.psql('select "TBL_NAME" from "TBLS"')
-    assert not (tmp_path / "warehouse" / "metastore_db").exists(), "no Derby metastore was made"
-
-
 @pytest.fixture
 def cluster(metastore, tmp_path_factory, monkeypatch):
     """The standalone cluster and its Thrift Server, on the shared metastore."""
@@ -134,9 +117,14 @@ def cluster(metastore, tmp_path_factory, monkeypatch):
         yield config
 
 
-def test_the_local_and_cluster_targets_see_the_same_tables(metastore, cluster, tmp_path):
+def test_two_dbt_invocations_at_once_on_the_local_and_cluster_targets_share_one_metastore(
+    metastore, cluster, tmp_path
+):
     dbt = Dbt(metastore, tmp_path)
-    assert "Completed successfully" in finished(dbt.start("seeding", "seed"))  # the local target
+    assert metastore.url in dbt.rendered
+    assert metastore.password() not in dbt.rendered, "the password stays in the environment"
+    # One local JVM makes reference.games.
+    assert "Completed successfully" in finished(dbt.start("seeding", "seed"))
     on_cluster = {"GAMELAKE_DBT_TARGET": "cluster", "GAMELAKE_THRIFT_PORT": str(cluster.thrift_port)}
     # At once: the cluster's Thrift Server and a local JVM read the table the local target made.
     naming = dbt.show("naming-on-cluster", LAST_GAME, **on_cluster)
@@ -145,3 +133,7 @@ def test_the_local_and_cluster_targets_see_the_same_tables(metastore, cluster, t
     assert "target='cluster'" in named
     assert f'"last": "{_last_game()}"' in named
     assert f'"n": {len(SEED)}' in finished(counting)
+
+    assert "reference" in metastore.psql('select "NAME" from "DBS"')
+    assert "games" in metastore.psql('select "TBL_NAME" from "TBLS"')
+    assert not (tmp_path / "warehouse" / "metastore_db").exists(), "no Derby metastore was made"
