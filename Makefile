@@ -94,7 +94,7 @@ test: setup $(S3A_STAMP) ## Run the whole test suite (starts and stops the local
 test-unit: setup ## Only the tests that need no services
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
-lint: setup alerts-check ## ruff, mypy on ingest/ and dev/, the package layers (import-linter), sqlfluff, the alert rules, rustfmt + clippy
+lint: setup alerts-check ## ruff, mypy on ingest/, dev/ and bench/, the package layers (import-linter), sqlfluff, the alert rules, rustfmt + clippy
 	$(BIN)/ruff check ingest dev tests bench
 	$(BIN)/ruff format --check ingest dev tests bench
 	$(BIN)/mypy

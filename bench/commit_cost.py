@@ -199,7 +199,8 @@ class AgingRun:
         )
         self.ownership = PartitionOwnership(self.writer)
         self.ownership.take([KafkaTopicPartition(TOPIC, p) for p in range(PARTITIONS)])
-        paths = [self.settings.bronze_path, self.settings.dead_letters_path, self.settings.event_log_path]
+        settings = self.settings
+        paths: list[Path | str] = [settings.bronze_path, settings.dead_letters_path, settings.event_log_path]
         self.upkeep = BackgroundUpkeep(paths, args.upkeep_every, args.log_hours, args.vacuum_hours)
         self.records = Records()
         self.rows = args.rows_per_commit

@@ -44,6 +44,7 @@ from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.landing.delta.bronze_writer import BronzeWriter
 from ingest.landing.delta.fences import Landing
+from ingest.landing.delta.local_delta_log import LocalDeltaLog
 from ingest.landing.records import TopicPartition
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "commit_cost.md"
@@ -141,6 +142,7 @@ def log_files(counts: list[int], commits: int) -> list[str]:
         with tempfile.TemporaryDirectory(prefix="gamelake-log-files-") as folder:
             table = table_with_tombstones(Path(folder) / "raw", 0)
             writer = BronzeWriter(Path(folder) / "bronze", "bench")
+            assert isinstance(writer.delta_log, LocalDeltaLog), "a local folder's bronze"
             for log in (_log(table), writer.delta_log.folder):
                 for i in range(count):
                     (log / f".expired-commit-{i:07d}.json").touch()

@@ -24,7 +24,9 @@ import datetime as dt
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import cast
 
 from confluent_kafka import Message
 from gamelake_dev.demo_schemas import load_version
@@ -37,7 +39,8 @@ from ingest.landing.decode import wire_format
 from ingest.landing.decode.decoder import Decoder
 from ingest.landing.decode.proto_arrow import RECURSION_LIMIT
 from ingest.landing.decode.schema_guard import KnownColumns
-from ingest.landing.decode.schema_registry import build_schema
+from ingest.landing.decode.schema_registry import SchemaRegistryClient, build_schema
+from ingest.landing.records import KafkaRecord
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "decode_nested.md"
 NESTED_ID, FLAT_ID = 1, 4
@@ -56,9 +59,14 @@ class _Schemas:
         return build_schema(NESTED_ID, studio.match, pool, [common.file])
 
 
-def _records(schema_id: int, payloads: list[bytes]) -> list[Message]:
+_REGISTRY = cast(SchemaRegistryClient, _Schemas())  # the two schemas, without a registry server
+
+
+def _records(schema_id: int, payloads: list[bytes]) -> Sequence[KafkaRecord]:
+    """confluent-kafka's own messages, as a consumer hands them over (they have KafkaRecord's
+    methods; its stubs do not say so)."""
     now_ms = int(time.time() * 1000)
-    return [
+    messages = [
         Message(
             topic="bench",
             partition=0,
@@ -69,12 +77,17 @@ def _records(schema_id: int, payloads: list[bytes]) -> list[Message]:
         )
         for i, p in enumerate(payloads)
     ]
+    return cast("Sequence[KafkaRecord]", messages)
 
 
 def _flat_payloads(count: int) -> list[bytes]:
     version = load_version(4)
     events = EventGenerator(["space_raiders", "kart_legends"], [4], seed=3).events(count)
     return [version.message_class(**e.fields(version.field_names)).SerializeToString() for e in events]
+
+
+def _decode_fresh(decoder: Decoder, records: Sequence[KafkaRecord]) -> object:
+    return decoder.decode(records, KnownColumns())
 
 
 def _best_cpu(run: Callable[[], object], repeats: int) -> float:
@@ -89,7 +102,7 @@ def _best_cpu(run: Callable[[], object], repeats: int) -> float:
 def measure(events: int, repeats: int, native: bool) -> dict[str, dict[str, float]]:
     """Per schema: CPU per event of ``Decoder.decode``, with the native reader (the service's
     path) or with it switched off (the upb path, which reads each field through Python)."""
-    decoder = Decoder(_Schemas(), 0, 0.0)
+    decoder = Decoder(_REGISTRY, 0, 0.0)
     found = {}
     for name, schema_id, payloads in [
         ("flat (GameEvent v4)", FLAT_ID, _flat_payloads(events)),
@@ -102,8 +115,8 @@ def measure(events: int, repeats: int, native: bool) -> dict[str, dict[str, floa
         records = _records(schema_id, payloads)
         first = decoder.decode(records, KnownColumns())  # warm: the plan is built once per id
         assert first.table is not None and not first.dead_letters, first.dead_letters[:1]
-        seconds = _best_cpu(lambda records=records: decoder.decode(records, KnownColumns()), repeats)
-        parse = _best_cpu(lambda payloads=payloads, plan=plan: plan.parse(payloads), repeats)
+        seconds = _best_cpu(partial(_decode_fresh, decoder, records), repeats)
+        parse = _best_cpu(partial(plan.parse, payloads), repeats)
         found[f"{name}, {'native' if native else 'upb'} path"] = {
             "us_per_event": seconds / events * 1e6,
             "parse_us": parse / events * 1e6,
@@ -117,7 +130,7 @@ def measure(events: int, repeats: int, native: bool) -> dict[str, dict[str, floa
 
 def per_column(events: int) -> dict[str, float]:
     """Upb path: CPU µs per event of reading each top-level column of the nested schema."""
-    plan = Decoder(_Schemas(), 0, 0.0).plan(NESTED_ID, (0,))
+    plan = Decoder(_REGISTRY, 0, 0.0).plan(NESTED_ID, (0,))
     messages, _, _ = plan.parse([m.SerializeToString() for m in matches(1, events, seed=9)])
     plan.columns_of(messages)  # upb materialises a message's fields on first access: not a column's cost
     found = {}
@@ -132,7 +145,7 @@ def native_parts(events: int, repeats: int) -> dict[str, float]:
     """Native path, nested schema: CPU µs per event of ptars's read and of the whole reader
     (ptars, then casts, oneof cases and JSON text); the JSON text alone is their difference
     with the same reader on a schema without the JSON-text fields' values."""
-    plan = Decoder(_Schemas(), 0, 0.0).plan(NESTED_ID, (0,))
+    plan = Decoder(_REGISTRY, 0, 0.0).plan(NESTED_ID, (0,))
     assert plan.native is not None
     payloads = [m.SerializeToString() for m in matches(1, events, seed=9)]
     stripped = [_without_json_text(m).SerializeToString() for m in matches(1, events, seed=9)]

@@ -40,18 +40,18 @@ NEW_EVENTS = 6000
 SHOWN = 10  # thread names per cycle in the table
 
 
-def cpu_by_thread(pid: int) -> Counter[str]:
+def cpu_by_thread(pid: int) -> dict[str, float]:
     """CPU seconds so far of each thread of process ``pid``, summed by thread name."""
     ticks = os.sysconf("SC_CLK_TCK")
-    seconds: Counter[str] = Counter()
+    used: Counter[str] = Counter()  # clock ticks
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             name = (task / "comm").read_text().strip()
             fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # the thread ended
-        seconds[re.sub(r"[-#]?\d+$", "", name).strip()] += (int(fields[11]) + int(fields[12])) / ticks
-    return seconds
+        used[re.sub(r"[-#]?\d+$", "", name).strip()] += int(fields[11]) + int(fields[12])
+    return {name: count / ticks for name, count in used.items()}
 
 
 def codegen_compiles(spark: Any) -> tuple[int, float]:

@@ -166,8 +166,8 @@ def _cycle(
     if rows is not None and cycle == "refresh":
         set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
-        took, results = _dbt(project, recorder, "build")
-        return took, list(results.results)
+        took, built = _dbt(project, recorder, "build")
+        return took, list(built.results)
     started = time.monotonic()
     watch.version()  # as `ingest refresh` polls bronze, then hands over what it read before a build
     watch.hand_versions_to(spark)
