@@ -15,7 +15,7 @@ with day_events as (
 
 final as (
     select
-        event_date,
+        {{ gamelake_gold_key('event_date', 'gold_' ~ game_slug ~ '_daily_active') }} as event_date,
         '{{ game_slug }}' as game_slug,
         count(distinct gamer_id) as active_players,
         count(distinct if(event_type = 'purchase', gamer_id, null)) as paying_players,

@@ -19,7 +19,7 @@ with new_events as (
 
 batch as (
     select
-        gamer_id,
+        {{ gamelake_gold_key('gamer_id', 'gold_' ~ game_slug ~ '_player_agg') }} as gamer_id,
         count(*) as event_count,
         count_if(event_type = 'session_start') as session_count,
         count_if(event_type = 'match_start') as match_count,

@@ -786,3 +786,17 @@ def test_the_all_games_checks_name_the_game_and_the_broken_rule(lake: Lake) -> N
         assert not failed.success, f"{test} passed on bad rows"
         rows = lake.spark.sql(_compiled_test(lake, test)).collect()
         assert {(r["model_game"], r["failed_check"], r["failed_value"]) for r in rows} == expected
+
+
+# After the checks' test: silver_ACTIVE holds a row without a gamer_id, written around dbt.
+def test_a_gold_build_refuses_a_source_row_without_its_key(lake: Lake) -> None:
+    """The refresh leaves assert_gold_rows_valid to dbt build and dbt test; gold's MERGE itself
+    refuses a row without its key, naming the table, and commits nothing."""
+    table = f"gold_{ACTIVE}_player_agg"
+    history = f"describe history gold.{table}"
+    before = lake.spark.sql(history).first()["version"]
+    refused = lake.dbt("run", "--select", table, expect_success=False)
+    said = " ".join(str(r.message) for r in refused.result.results)
+    assert f"{table}: a source row without its gamer_id" in said, said[-2000:]
+    assert lake.spark.sql(history).first()["version"] == before, "the refused build committed"
+    assert all(row["gamer_id"] is not None for row in lake.table(f"gold.{table}"))
