@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from ingest.ops.refresh_selection import ANY_GAME, SliceReaders, build_selection
+from ingest.ops.refresh_selection import (
+    ANY_GAME,
+    SLICE_MODEL,
+    SliceReaders,
+    after_slice_args,
+    build_selection,
+)
 
 
 def _readers(marks: dict[str, int], newest: dict[str, int], active: list[str]) -> SliceReaders:
@@ -48,3 +54,11 @@ def test_a_reader_without_rows_is_carried_to_the_slices_upper_bound() -> None:
     # alpha keeps its mark until its own build commits; quarantine reads every game's rows, so
     # alpha's rows are its too; beta had nothing to read
     assert readers.carried() == {"silver_alpha": 10, "silver_beta": 13, "silver_quarantine": 10}
+
+
+def test_the_refresh_leaves_the_audit_and_the_whole_gold_check_to_dbt_build() -> None:
+    args = after_slice_args(["silver_alpha+"])
+    excluded = args[args.index("--exclude") + 1 :]
+    assert args[:3] == ["build", "--select", "silver_alpha+"]
+    assert set(excluded) == {SLICE_MODEL, "tag:audit", "assert_gold_rows_valid"}
+    assert "assert_silver_new_rows_valid" not in excluded  # the cycle's new rows are still checked
