@@ -42,6 +42,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,10 +160,17 @@ def _log_versions(warehouse: Path) -> dict[str, int]:
 
 
 def _cycle(
-    project: WarmDbt, spark: Any, recorder: Recorder, cycle: str, watch: BronzeWatch, rows: int | None = None
+    project: WarmDbt,
+    spark: Any,
+    recorder: Recorder | None,
+    cycle: str,
+    watch: BronzeWatch,
+    rows: int | None = None,
+    second: Callable[[list[str]], list[str]] = after_slice_args,
 ) -> tuple[float, list[Any]]:
     """One cycle as ``cycle`` says: its wall time and the results of every node it ran. Given the
-    ``rows`` it reads, a refresh cycle runs compiled or interpreted as `ingest refresh` chooses."""
+    ``rows`` it reads, a refresh cycle runs compiled or interpreted as `ingest refresh` chooses;
+    ``second`` makes its second invocation's arguments from the selection."""
     if rows is not None and cycle == "refresh":
         set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
@@ -179,8 +187,8 @@ def _cycle(
         results += first.results
         selection = build_selection(read_slice_readers(spark))
         if selection:
-            _, second = _dbt(project, recorder, *after_slice_args(selection), *given)
-            results += second.results
+            _, games = _dbt(project, recorder, *second(selection), *given)
+            results += games.results
     return time.monotonic() - started, results
 
 
