@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 from typing import Any
 
-from bench.incremental import _bronze_rows, _copy_project, _land, _session, prepare
-from bench.refresh_profile import HISTORY, WORK, _cycle
+from bench.incremental import _bronze_rows, _land
+from bench.refresh_profile import _cycle, open_lakehouse
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.bronze_marks import ReaderMarks
@@ -50,15 +49,9 @@ SIDES = {"without the check (the refresh)": after_slice_args, "with the check": 
 
 
 def measure(games: int, pairs: int, new: int) -> list[dict[str, float]]:
-    root = WORK / f"games-{games}"
-    if not (root / "state.json").exists():
-        prepare(root, HISTORY, games)
-    state = json.loads((root / "state.json").read_text())
+    root, state, spark = open_lakehouse(games)
     project = root / "project"
-    _copy_project(project, state["games"])  # the code as it is now
     bronze = root / "warehouse" / "bronze" / "game_events"
-    os.environ["GAMELAKE_BRONZE_PATH"] = str(bronze)
-    spark = _session(root)
     set_mode(spark, CycleSize(pending_rows=new).runs_interpreted())
     watch = BronzeWatch(bronze, ReaderMarks(root / "warehouse" / "spark" / "silver.db"))
     runner = WarmDbt(project, project / "profiles", parses=0)

@@ -201,17 +201,23 @@ def _cpu_seconds(spark: Any) -> dict[str, float]:
     return {"python": own.user + own.system, "jvm": (int(fields[11]) + int(fields[12])) / ticks}
 
 
-def profile(
-    games: int, new: int, active: int, cycle: str, parse: str, python_profile: bool = False
-) -> tuple[float, list[Node], dict[str, Any]]:
+def open_lakehouse(games: int) -> tuple[Path, dict[str, Any], Any]:
+    """The private lakehouse of ``games`` games (made once), its project refreshed from the repo's
+    code as it is now: its root, its state (games, next event id) and a Spark session on it."""
     root = WORK / f"games-{games}"
     if not (root / "state.json").exists():
         prepare(root, HISTORY, games)
     state = json.loads((root / "state.json").read_text())
-    project = root / "project"
-    _copy_project(project, state["games"])  # the code as it is now
+    _copy_project(root / "project", state["games"])
     os.environ["GAMELAKE_BRONZE_PATH"] = str(root / "warehouse" / "bronze" / "game_events")
-    spark = _session(root)
+    return root, state, _session(root)
+
+
+def profile(
+    games: int, new: int, active: int, cycle: str, parse: str, python_profile: bool = False
+) -> tuple[float, list[Node], dict[str, Any]]:
+    root, state, spark = open_lakehouse(games)
+    project = root / "project"
     bronze = root / "warehouse" / "bronze" / "game_events"
     receiving = state["games"][: active or None]
     watch = BronzeWatch(bronze, ReaderMarks(root / "warehouse" / "spark" / "silver.db"))
