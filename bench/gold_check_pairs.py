@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from typing import Any
+from collections.abc import Callable
 
 from bench.incremental import _bronze_rows, _land
 from bench.refresh_profile import _cycle, open_lakehouse
@@ -30,11 +30,10 @@ from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.codegen_mode import set_mode
 from ingest.ops.refresh_command import CycleSize
-from ingest.ops.refresh_selection import after_slice_args
+from ingest.ops.refresh_selection import GOLD_CHECK, after_slice_args
 from ingest.ops.warm_dbt import WarmDbt
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "gold_check_pairs.md"
-GOLD_CHECK = "assert_gold_rows_valid"
 
 
 def with_gold_check(selection: list[str]) -> list[str]:
@@ -56,7 +55,7 @@ def measure(games: int, pairs: int, new: int) -> list[dict[str, float]]:
     watch = BronzeWatch(bronze, ReaderMarks(root / "warehouse" / "spark" / "silver.db"))
     runner = WarmDbt(project, project / "profiles", parses=0)
 
-    def cycle(second: Any) -> float:
+    def cycle(second: Callable[[list[str]], list[str]]) -> float:
         _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, state["games"], 0.01))
         state["next_id"] += new
         took, results = _cycle(runner, spark, None, "refresh", watch, new, second)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.refresh_selection import (
     ANY_GAME,
+    GOLD_CHECK,
     SLICE_MODEL,
     SliceReaders,
     after_slice_args,
@@ -60,5 +62,8 @@ def test_the_refresh_leaves_the_audit_and_the_whole_gold_check_to_dbt_build() ->
     args = after_slice_args(["silver_alpha+"])
     excluded = args[args.index("--exclude") + 1 :]
     assert args[:3] == ["build", "--select", "silver_alpha+"]
-    assert set(excluded) == {SLICE_MODEL, "tag:audit", "assert_gold_rows_valid"}
+    assert set(excluded) == {SLICE_MODEL, "tag:audit", GOLD_CHECK}
+    assert (PROJECT_DIR / "data-tests" / f"{GOLD_CHECK}.sql").is_file(), (
+        "the check excluded is not the project's"
+    )
     assert "assert_silver_new_rows_valid" not in excluded  # the cycle's new rows are still checked
