@@ -52,6 +52,7 @@ from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.codegen_mode import set_mode
+from ingest.ops.cycle_facts import handing_cycle_facts
 from ingest.ops.refresh_command import CycleSize, cycle_lock
 from ingest.ops.refresh_selection import SLICE_MODEL, after_slice_args, build_selection, read_slice_readers
 from ingest.ops.warm_dbt import WarmDbt
@@ -167,10 +168,13 @@ def _cycle(
     watch: BronzeWatch,
     rows: int | None = None,
     second: Callable[[list[str]], list[str]] = after_slice_args,
+    facts: bool = True,
 ) -> tuple[float, list[Any]]:
     """One cycle as ``cycle`` says: its wall time and the results of every node it ran. Given the
     ``rows`` it reads, a refresh cycle runs compiled or interpreted as `ingest refresh` chooses;
-    ``second`` makes its second invocation's arguments from the selection."""
+    ``second`` makes its second invocation's arguments from the selection, and ``facts``
+    says whether the cycle's facts are handed over (ingest/ops/cycle_facts.py), as `ingest
+    refresh` does."""
     if rows is not None and cycle == "refresh":
         set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
@@ -185,10 +189,13 @@ def _cycle(
         given = ["--vars", json.dumps(held)] if held else []
         _, first = _dbt(project, recorder, "build", "--select", SLICE_MODEL, *given)
         results += first.results
-        selection = build_selection(read_slice_readers(spark))
-        if selection:
-            _, games = _dbt(project, recorder, *second(selection), *given)
-            results += games.results
+        readers = read_slice_readers(spark)
+        selection = build_selection(readers)
+        tables_dir = watch.readers.silver_dir.parent
+        with handing_cycle_facts(spark, tables_dir, readers, bool(held) and facts):
+            if selection:
+                _, games = _dbt(project, recorder, *second(selection), *given)
+                results += games.results
     return time.monotonic() - started, results
 
 

@@ -1,10 +1,14 @@
-"""Gold's marks on silver, for a job that rewrites silver.
+"""Gold's marks on silver: handed to a refresh cycle's build, and moved by a job that rewrites silver.
 
 A gold table's mark is the largest ``silver_version`` in its rows: it has read silver's change
-feed up to that version (macros/medallion/silver_changes.sql). A rewrite of silver (``ingest
-bronze migrate-native-types``) changes column types, which a change feed read cannot cross, and
-its rows are not new: so gold must have read every insert before the rewrite, and its mark then
-moves to the rewrite's version.
+feed up to that version (macros/medallion/silver_changes.sql). The continuous refresh reads the
+marks of the games it builds from their files with delta-rs, once per cycle, and hands them to
+the build (ingest/ops/cycle_facts.py), so no gold model asks Spark for its own: that query was
+the first read of the table's new snapshot, a Spark job over its Delta log each cycle.
+
+A rewrite of silver (``ingest bronze migrate-native-types``) changes column types, which a change
+feed read cannot cross, and its rows are not new: so gold must have read every insert before the
+rewrite, and its mark then moves to the rewrite's version.
 """
 
 from __future__ import annotations
@@ -49,3 +53,14 @@ def move_gold_mark(gold: GoldReader, to: int) -> None:
     """``gold`` has read silver up to ``to``: its rows that hold its mark now hold ``to``."""
     if gold.mark is not None and gold.mark < to:
         gold.table.update(updates={MARK_COLUMN: str(to)}, predicate=f"{MARK_COLUMN} = {gold.mark}")
+
+
+def gold_marks(tables_dir: Path, slugs: list[str]) -> dict[str, int]:
+    """The marks of games ``slugs``' built gold tables, by ``schema.table``; a table without one
+    (empty, or built before gold kept its mark) is left out, and its build asks Spark."""
+    return {
+        gold.name: gold.mark
+        for slug in slugs
+        for gold in gold_readers(tables_dir, slug)
+        if gold.mark is not None
+    }

@@ -43,6 +43,7 @@ from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, classes_compiled, interpreted, set_mode
+from ingest.ops.cycle_facts import handing_cycle_facts
 from ingest.ops.dbt_build_lock import LOCK_TABLE, BuildLockHeld, holding_build_lock, new_holder
 from ingest.ops.refresh_selection import (
     SLICE,
@@ -142,6 +143,7 @@ class _Outcomes:
 _OUTCOMES = _Outcomes()
 
 
+LOCK_HELD_VAR = "gamelake_build_lock_held_by"  # tells dbt's hooks the caller holds the lock
 # One holder for the process: the same --vars every cycle, so the project is parsed once.
 HOLDER = new_holder("refresh")
 
@@ -156,7 +158,7 @@ def cycle_lock(tables_dir: Path) -> Iterator[dict[str, str]]:
         yield {}
         return
     with holding_build_lock(tables_dir, "refresh", HOLDER, stale_after=_lock_stale_after()):
-        yield {"gamelake_build_lock_held_by": HOLDER}
+        yield {LOCK_HELD_VAR: HOLDER}
 
 
 def _lock_stale_after() -> dt.timedelta:
@@ -170,25 +172,28 @@ def _build(spark: Any, tables_dir: Path, bounds: dict[str, int], whole: bool) ->
     under one build lock."""
     try:
         with cycle_lock(tables_dir) as held:
-            return _build_locked(spark, {**bounds, **held}, whole)
+            return _build_locked(spark, tables_dir, {**bounds, **held}, whole)
     except BuildLockHeld as refused:
         log.error("refresh: %s", refused)
         return False
 
 
-def _build_locked(spark: Any, given_vars: dict[str, Any], whole: bool) -> bool:
+def _build_locked(spark: Any, tables_dir: Path, given_vars: dict[str, Any], whole: bool) -> bool:
     given = {name: value for name, value in given_vars.items() if value}
     bound = ["--vars", json.dumps(given)] if given else []
     if whole:
         return _dbt("build", *bound)
     if not _dbt("build", "--select", SLICE_MODEL, *bound):
         return False
-    selection = build_selection(read_slice_readers(spark))
+    readers = read_slice_readers(spark)
+    selection = build_selection(readers)
     if not selection:
         log.info("refresh: no game has new rows in the slice; nothing more to build")
         return True
     log.info("refresh: building %s", " ".join(selection))
-    return _dbt(*after_slice_args(selection), *bound)  # the same vars: a change would re-parse
+    # what the models would ask Spark one by one, read once for the games built
+    with handing_cycle_facts(spark, tables_dir, readers, LOCK_HELD_VAR in given):
+        return _dbt(*after_slice_args(selection), *bound)  # the same vars: a change would re-parse
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,10 @@
     marks it was planned from and whether it is fresh; none before its first build (a model
     built on its own, or sqlfluff compiling a fresh clone). -#}
 {% macro gamelake_slice_bounds(slice=none) %}
+    {%- set handed = _handed_slice_facts().get('bounds') if slice is none else none -%}
+    {%- if handed is not none -%}
+        {{ return(_slice_bounds_of(handed)) }}
+    {%- endif -%}
     {%- set slice = slice or ref('stg_bronze__new_events') -%}
     {%- if not gamelake_relation_exists(slice) -%}
         {{ return(none) }}
@@ -84,15 +88,27 @@
             slice ~ " has " ~ rows | length ~ " bounds rows, not one: "
             ~ "rebuild it with `dbt build --select stg_bronze__new_events+`") }}
     {%- endif -%}
-    {%- set built_at = modules.datetime.datetime.strptime(rows[0][2], '%Y-%m-%d %H:%M:%S') -%}
+    {{ return(_slice_bounds_of(rows[0])) }}
+{% endmacro %}
+
+{#- The bounds row (from, to, built at, reader marks as JSON) as gamelake_slice_bounds gives it. -#}
+{% macro _slice_bounds_of(row) %}
+    {%- set built_at = modules.datetime.datetime.strptime(row[2], '%Y-%m-%d %H:%M:%S') -%}
     {%- set age_hours = (modules.datetime.datetime.utcnow() - built_at).total_seconds() / 3600 -%}
     {{ return({
-        'from': rows[0][0] | int,
-        'to': rows[0][1] | int,
-        'built_at': rows[0][2],
-        'reader_marks': fromjson(rows[0][3] or '{}'),
+        'from': row[0] | int,
+        'to': row[1] | int,
+        'built_at': row[2],
+        'reader_marks': fromjson(row[3] or '{}'),
         'fresh': age_hours < var('gamelake_change_feed_hours'),
     }) }}
+{% endmacro %}
+
+{#- What `ingest refresh` read once from the slice it built this cycle and handed to the games'
+    build (ingest/ops/cycle_facts.py): {'bounds': row, 'dates': {game: {'mark', 'dates'}},
+    'active': [game]}; empty for any other build, whose models ask Spark. -#}
+{% macro _handed_slice_facts() %}
+    {{ return(_handed_conf('spark.gamelake.slice_facts')) }}
 {% endmacro %}
 
 {#- How a reader gets its new bronze rows this build: from the slice when its mark is fresh and
@@ -191,6 +207,10 @@
 {% endmacro %}
 
 {% macro _game_is_active(game_slug) %}
+    {%- set handed = _handed_slice_facts().get('active') -%}
+    {%- if handed is not none -%}
+        {{ return(game_slug in handed) }}
+    {%- endif -%}
     {%- set active = run_query(
         "select count(*) from " ~ ref('games') ~ " where is_active and game_slug = '"
         ~ assert_game_slug(game_slug) ~ game_slug ~ "'") -%}

@@ -3,7 +3,9 @@
     stores silver_version in the same merge as the rows it adds up, so the mark and the counts
     commit together: a crash leaves both behind, and nothing is counted twice. With no mark (a
     first build, or a table built before the mark existed) gold recomputes from a pinned
-    snapshot and replaces its rows. -#}
+    snapshot and replaces its rows. `ingest refresh` reads the marks of the games it builds
+    from gold's files once per cycle, under the build lock, and hands them over in the session
+    conf spark.gamelake.gold_marks (ingest/ops/cycle_facts.py); a build without it asks Spark. -#}
 {% macro gamelake_silver_read_plan(silver) %}
     {%- if not execute -%}
         {{ return({'mark': none, 'to': 0}) }}
@@ -11,6 +13,11 @@
     {%- set to = gamelake_table_version(silver) -%}
     {%- if to is none -%}
         {{ return({'mark': none, 'to': 0}) }}  {#- sqlfluff compiling a fresh clone -#}
+    {%- endif -%}
+    {%- set handed = _handed_conf('spark.gamelake.gold_marks') -%}
+    {%- set name = this.schema ~ '.' ~ this.identifier -%}
+    {%- if is_incremental() and name in handed -%}
+        {{ return({'mark': handed[name] | int, 'to': to}) }}
     {%- endif -%}
     {%- set mark = none -%}
     {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list

@@ -84,12 +84,17 @@ select * from final
         or not gamelake_relation_exists(ref('stg_bronze__new_events')) -%}
         {{ return('true') }}
     {%- endif -%}
-    {%- set dates = run_query(
-        "select distinct cast(event_date as string) from " ~ ref('stg_bronze__new_events')
-        ~ " where game_slug = '" ~ game_slug ~ "' and bronze_version > " ~ plan.mark
-        ~ " and event_date is not null") -%}
+    {%- set handed = _handed_slice_facts().get('dates', {}).get(game_slug) -%}
+    {%- if handed is not none and handed['mark'] == plan.mark -%}
+        {%- set dates = handed['dates'] -%}  {#- read once for every game by `ingest refresh` -#}
+    {%- else -%}
+        {%- set dates = run_query(
+            "select distinct cast(event_date as string) from " ~ ref('stg_bronze__new_events')
+            ~ " where game_slug = '" ~ game_slug ~ "' and bronze_version > " ~ plan.mark
+            ~ " and event_date is not null").columns[0].values() -%}
+    {%- endif -%}
     {%- if dates | length == 0 -%}
         {{ return('false') }}
     {%- endif -%}
-    {{ return("loaded.event_date in (date '" ~ dates.columns[0].values() | join("', date '") ~ "')") }}
+    {{ return("loaded.event_date in (date '" ~ dates | join("', date '") ~ "')") }}
 {% endmacro %}

@@ -26,6 +26,8 @@ from ingest.games import model_files as games
 from ingest.ops import docs_site
 from ingest.ops.bronze_marks import HANDED_CONF, BronzeMark, ReaderMarks, bronze_mark, committed_mark
 from ingest.ops.bronze_watch import VERSIONS_CONF, BronzeWatch
+from ingest.ops.cycle_facts import GOLD_MARKS_CONF, handing_cycle_facts
+from ingest.ops.refresh_selection import after_slice_args, build_selection, read_slice_readers
 from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -612,6 +614,48 @@ def test_versions_handed_over_by_the_refresh_are_read_as_handed(
     assert_gold_exact(lake, ACTIVE, silver_now)
     lake.build("the rest, nothing handed")
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+
+
+def test_facts_handed_over_by_the_refresh_are_read_as_handed(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # After a cycle's slice, `ingest refresh` reads once what the games' models would ask Spark
+    # one by one (ingest/ops/cycle_facts.py): the slice's bounds and each game's event dates and
+    # activity, and, from gold's files, the gold marks. Built on them, silver and gold are exact.
+    # A gold model reads silver's change feed after the handed mark: handed a mark at silver's
+    # newest version, it reads none of silver's new rows, and its own mark stays where it was.
+    silver, player_agg = f"silver.silver_{ACTIVE}", f"gold.gold_{ACTIVE}_player_agg"
+    tables_dir = _table_dir(lake, silver).parent.parent
+
+    def land() -> None:
+        batch = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(10)]
+        lake.land(batch, support.schema_for(4))
+        lake.build("the slice", "stg_bronze__new_events")
+
+    land()
+    readers = read_slice_readers(lake.spark)
+    with handing_cycle_facts(lake.spark, tables_dir, readers, lock_held=True):
+        handed = json.loads(lake.spark.conf.get(GOLD_MARKS_CONF))[player_agg]
+        assert handed == max(_stored_silver_versions(lake, player_agg))
+        lake.dbt(*after_slice_args(build_selection(readers)))  # the cycle's second invocation
+    assert lake.spark.conf.get(GOLD_MARKS_CONF) == "{}", "the facts outlived the build"
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+
+    held = _stored_silver_versions(lake, player_agg)
+    land()
+    lake.build("silver on its own", f"silver_{ACTIVE}", "silver_quarantine")
+    lake.spark.conf.set(GOLD_MARKS_CONF, json.dumps({player_agg: _version(lake, silver)}))
+    try:
+        lake.build("gold handed a mark at silver's newest version", f"gold_{ACTIVE}_player_agg")
+    finally:
+        lake.spark.conf.unset(GOLD_MARKS_CONF)
+    assert _stored_silver_versions(lake, player_agg) == held, "the handed mark was not the one read"
+    lake.build("gold asking Spark for its mark", f"gold_{ACTIVE}_player_agg", f"gold_{ACTIVE}_daily_active")
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+
+
+def _stored_silver_versions(lake: Lake, gold: str) -> list[int]:
+    return sorted({row["silver_version"] for row in lake.table(gold)})
 
 
 def _slice_bounds(lake: Lake) -> dict[str, Any]:

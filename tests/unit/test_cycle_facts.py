@@ -1,0 +1,97 @@
+"""What the refresh hands a cycle's games build: gold's marks read from gold's files with
+delta-rs for the games built, and the slice's facts from its one look at the slice; only under
+the build lock, and cleared when the build is over."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from ingest.ops.cycle_facts import GOLD_MARKS_CONF, NONE_HANDED, SLICE_FACTS_CONF, handing_cycle_facts
+from ingest.ops.gold_marks import gold_marks
+from ingest.ops.refresh_selection import ANY_GAME, SliceReaders
+
+BOUNDS = [10, 14, "2026-11-27 15:00:00", '{"silver_alpha": 10, "silver_beta": 12, "silver_quarantine": 10}']
+# the slice: alpha has rows after its mark on two dates; beta's rows are ones it has read
+READERS = SliceReaders(
+    {"silver_alpha": 10, "silver_beta": 12, "silver_quarantine": 10},
+    {ANY_GAME: 14, "alpha": 14, "beta": 12},
+    ["alpha", "beta"],
+    bounds=BOUNDS,
+    dates={"alpha": {"2026-11-25": 9, "2026-11-26": 11, "2026-11-27": 14}, "beta": {"2026-11-27": 12}},
+)
+
+
+class _Conf:
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+
+class _Session:
+    """The one part of a SparkSession the handing touches: its runtime conf."""
+
+    def __init__(self) -> None:
+        self.conf = _Conf()
+
+    def handed(self, conf: str = GOLD_MARKS_CONF) -> Any:
+        return json.loads(self.conf.values[conf])
+
+
+def _gold(tables: Path, name: str, columns: dict[str, list[Any]]) -> None:
+    write_deltalake(str(tables / "gold.db" / name), pa.table(columns), mode="append")
+
+
+@pytest.fixture
+def tables(tmp_path: Path) -> Path:
+    _gold(tmp_path, "gold_alpha_player_agg", {"gamer_id": ["g1", "g2"], "silver_version": [3, 7]})
+    _gold(tmp_path, "gold_alpha_daily_active", {"event_date": ["2026-11-27"], "silver_version": [6]})
+    _gold(tmp_path, "gold_beta_player_agg", {"gamer_id": ["g1"], "silver_version": [9]})  # not built now
+    _gold(tmp_path, "gold_gamma_player_agg", {"gamer_id": ["g1"]})  # built before gold kept a mark
+    return tmp_path
+
+
+def test_each_built_gold_table_of_the_games_hands_its_largest_silver_version(tables: Path) -> None:
+    assert gold_marks(tables, ["alpha", "gamma", "delta"]) == {
+        "gold.gold_alpha_player_agg": 7,
+        "gold.gold_alpha_daily_active": 6,
+    }
+
+
+def test_the_slice_facts_name_each_games_dates_after_its_planned_mark() -> None:
+    assert json.loads(READERS.handed()) == {
+        "bounds": BOUNDS,
+        "active": ["alpha", "beta"],
+        "dates": {
+            "alpha": {"mark": 10, "dates": ["2026-11-26", "2026-11-27"]},
+            "beta": {"mark": 12, "dates": []},
+        },
+    }
+
+
+def test_facts_are_handed_under_the_lock_and_cleared_after(tables: Path) -> None:
+    spark = _Session()
+    with handing_cycle_facts(spark, tables, READERS, lock_held=True):
+        assert spark.handed() == {"gold.gold_alpha_player_agg": 7, "gold.gold_alpha_daily_active": 6}
+        assert spark.handed(SLICE_FACTS_CONF)["bounds"] == BOUNDS
+    assert spark.conf.values == {GOLD_MARKS_CONF: NONE_HANDED, SLICE_FACTS_CONF: NONE_HANDED}
+
+
+def test_without_the_lock_nothing_is_handed_and_models_ask_spark(tables: Path) -> None:
+    spark = _Session()
+    with handing_cycle_facts(spark, tables, READERS, lock_held=False):
+        assert spark.handed() == {} and spark.handed(SLICE_FACTS_CONF) == {}
+
+
+def test_a_failed_build_leaves_no_facts_behind(tables: Path) -> None:
+    spark = _Session()
+    with pytest.raises(RuntimeError), handing_cycle_facts(spark, tables, READERS, lock_held=True):
+        raise RuntimeError("dbt failed")
+    assert spark.conf.values == {GOLD_MARKS_CONF: NONE_HANDED, SLICE_FACTS_CONF: NONE_HANDED}
