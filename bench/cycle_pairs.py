@@ -1,0 +1,153 @@
+"""A change to the refresh cycle, measured in pairs: warm refresh cycles with and without it, in
+turn, in one Spark session.
+
+    python -m bench.cycle_pairs --compare facts|gold-check [--games 5] [--pairs 4] [--new 6000]
+
+The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
+
+* ``facts``: what the models need handed over, read once per cycle for the games built (gold's
+  marks from gold's files with delta-rs, the slice's bounds, dates and active games from the
+  refresh's one look at the slice: ingest/ops/cycle_facts.py), against each model asking Spark;
+* ``gold-check``: the refresh leaving ``assert_gold_rows_valid`` to ``dbt build`` and ``dbt
+  test``, against running it in the cycle.
+
+On bench.refresh_profile's private lakehouse (the repo's dbt project as it is now, 60,000 events
+of history), one warm-up cycle runs, then ``--pairs`` pairs of blocks, one block per side. A
+block is two cycles of one side and only its second is timed: a cycle leaves Delta snapshots read
+or unread for the next one, so a timed cycle follows one of its own side. The order inside a pair
+alternates. Before every cycle ``--new`` events land in bronze for all the games, so both sides
+build the same amount. Each pair's two timed cycles and their ratio are printed and appended,
+with the machine and date, to the comparison's results file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.incremental import _bronze_rows, _land
+from bench.refresh_profile import _cycle, open_lakehouse
+from bench.results_file import append_section
+from ingest.core.settings.paths import PROJECT_DIR
+from ingest.ops.bronze_marks import ReaderMarks
+from ingest.ops.bronze_watch import BronzeWatch
+from ingest.ops.codegen_mode import set_mode
+from ingest.ops.refresh_command import CycleSize
+from ingest.ops.refresh_selection import GOLD_CHECK, after_slice_args
+from ingest.ops.warm_dbt import WarmDbt
+
+RESULTS_DIR = PROJECT_DIR / "bench" / "results"
+
+
+def with_gold_check(selection: list[str]) -> list[str]:
+    """The refresh's second invocation with ``assert_gold_rows_valid`` back in it."""
+    args = after_slice_args(selection)
+    if GOLD_CHECK not in args:
+        raise SystemExit(f"the refresh already runs {GOLD_CHECK}: nothing to compare")
+    return [a for a in args if a != GOLD_CHECK]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    title: str  # the results section's title
+    results: Path
+    heading: str  # the results file's first line
+    sides: dict[str, dict[str, Any]] = field(default_factory=dict)  # side -> _cycle's keywords
+
+
+COMPARISONS = {
+    "facts": Comparison(
+        "Warm refresh cycles with the cycle's facts handed over, and with each model asking Spark",
+        RESULTS_DIR / "cycle_facts_pairs.md",
+        "# What each model needs, handed over once a cycle, paired (bench/cycle_pairs.py --compare facts)\n",
+        {"facts handed (the refresh)": {"facts": True}, "each model asks Spark": {"facts": False}},
+    ),
+    "gold-check": Comparison(
+        "Warm refresh cycles without and with assert_gold_rows_valid, in turn",
+        RESULTS_DIR / "gold_check_pairs.md",
+        "# The gold check in the refresh, paired (bench/cycle_pairs.py --compare gold-check)\n",
+        {
+            "without the check (the refresh)": {"second": after_slice_args},
+            "with the check": {"second": with_gold_check},
+        },
+    ),
+}
+
+
+def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[dict[str, float]]:
+    root, state, spark = open_lakehouse(games)
+    project = root / "project"
+    bronze = root / "warehouse" / "bronze" / "game_events"
+    set_mode(spark, CycleSize(pending_rows=new).runs_interpreted())
+    watch = BronzeWatch(bronze, ReaderMarks(root / "warehouse" / "spark" / "silver.db"))
+    runner = WarmDbt(project, project / "profiles", parses=0)
+
+    def cycle(side: str) -> float:
+        _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, state["games"], 0.01))
+        state["next_id"] += new
+        took, results = _cycle(runner, spark, None, "refresh", watch, new, **comparison.sides[side])
+        failed = [r.node.name for r in results if r.status not in ("success", "pass")]
+        if failed:
+            raise SystemExit(f"the cycle failed: {failed}")
+        return took
+
+    sides = list(comparison.sides)
+    try:
+        cycle(sides[0])  # warm-up
+        measured = []
+        for pair in range(pairs):
+            times = {}
+            for side in sides if pair % 2 == 0 else reversed(sides):
+                cycle(side)  # the block's first: it follows the other side
+                times[side] = cycle(side)
+            print(f"pair {pair + 1}: " + ", ".join(f"{s} {times[s]:.1f} s" for s in sides), flush=True)
+            measured.append(times)
+    finally:
+        (root / "state.json").write_text(json.dumps(state))
+        spark.stop()
+    return measured
+
+
+def report(comparison: Comparison, games: int, new: int, measured: list[dict[str, float]]) -> list[str]:
+    change, before = list(comparison.sides)
+    lines = [
+        f"{games} games, {new:,} new events for all of them before each cycle; blocks of two warm "
+        "cycles of one side in turn, each block's second timed",
+        "",
+        f"| pair | {change} s | {before} s | ratio |",
+        "|---:|---:|---:|---:|",
+    ]
+    ratios = [t[change] / t[before] for t in measured]
+    for i, (times, ratio) in enumerate(zip(measured, ratios, strict=True), start=1):
+        lines.append(f"| {i} | {times[change]:.1f} | {times[before]:.1f} | {ratio:.2f} |")
+    lines += [
+        "",
+        f"- median: {statistics.median(t[change] for t in measured):.1f} s {change}, "
+        f"{statistics.median(t[before] for t in measured):.1f} s {before}; "
+        f"median ratio {statistics.median(ratios):.2f}",
+        f"- median saving per cycle: {statistics.median(t[before] - t[change] for t in measured):.1f} s",
+    ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--compare", choices=sorted(COMPARISONS), required=True)
+    parser.add_argument("--games", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=4)
+    parser.add_argument("--new", type=int, default=6000)
+    args = parser.parse_args(argv)
+    comparison = COMPARISONS[args.compare]
+    lines = report(comparison, args.games, args.new, measure(comparison, args.games, args.pairs, args.new))
+    append_section(comparison.results, comparison.title, lines, heading=comparison.heading)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
