@@ -93,8 +93,22 @@ select * from final
             ~ " where game_slug = '" ~ game_slug ~ "' and bronze_version > " ~ plan.mark
             ~ " and event_date is not null").columns[0].values() -%}
     {%- endif -%}
+    {%- do _record_batch_dates(this, dates) -%}
     {%- if dates | length == 0 -%}
         {{ return('false') }}
     {%- endif -%}
     {{ return("loaded.event_date in (date '" ~ dates | join("', date '") ~ "')") }}
+{% endmacro %}
+
+{#- The event dates this build's batch of `relation` can write to, for the silver check later in
+    the same invocation (_recorded_batch_dates in macros/project/get_where_subquery.sql), which
+    would otherwise ask the table's history and change feed: two Spark jobs a game. Stamped with
+    the invocation: every build takes the build lock, so no other writer commits to the table
+    between this build's insert and its check. -#}
+{% macro _record_batch_dates(relation, dates) %}
+    {%- do run_query("set " ~ _batch_dates_conf(relation) ~ " = " ~ invocation_id ~ ":" ~ dates | join(',')) -%}
+{% endmacro %}
+
+{% macro _batch_dates_conf(relation) %}
+    {{ return('spark.gamelake.batch_dates.' ~ relation.schema ~ '.' ~ relation.identifier) }}
 {% endmacro %}

@@ -24,6 +24,10 @@
     {%- if not execute or not gamelake_relation_exists(relation) -%}
         {{ return('true') }}
     {%- endif -%}
+    {%- set recorded = _recorded_batch_dates(relation) -%}
+    {%- if recorded is not none -%}
+        {{ return(_event_dates_in(recorded)) }}
+    {%- endif -%}
     {#- the latest insert is among the last few commits (the mark's property change follows it) -#}
     {%- set writes = run_query("describe history " ~ relation ~ " limit 5")
         | selectattr('operation', 'in', ['WRITE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT'])
@@ -37,8 +41,24 @@
     {%- set dates = run_query(
         "select distinct cast(event_date as string) from table_changes('" ~ relation ~ "', "
         ~ version ~ ", " ~ version ~ ")") -%}
+    {{ return(_event_dates_in(dates.columns[0].values())) }}
+{% endmacro %}
+
+{#- The dates this invocation's build of `relation` recorded for its batch (a superset of those
+    its insert wrote: _record_batch_dates, macros/medallion/silver_game_events.sql); none when
+    this invocation did not build it from the slice, or a build recorded them in another one. -#}
+{% macro _recorded_batch_dates(relation) %}
+    {%- set recorded = run_query("set " ~ _batch_dates_conf(relation))[0][1] or '' -%}
+    {%- if not recorded.startswith(invocation_id ~ ':') -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set dates = recorded[invocation_id | length + 1:] -%}
+    {{ return(dates.split(',') if dates else []) }}
+{% endmacro %}
+
+{% macro _event_dates_in(dates) %}
     {%- if dates | length == 0 -%}
         {{ return('false') }}
     {%- endif -%}
-    {{ return("event_date in (date '" ~ dates.columns[0].values() | join("', date '") ~ "')") }}
+    {{ return("event_date in (date '" ~ dates | join("', date '") ~ "')") }}
 {% endmacro %}

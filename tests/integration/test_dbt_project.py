@@ -13,7 +13,7 @@ import random
 import re
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -652,6 +652,38 @@ def test_facts_handed_over_by_the_refresh_are_read_as_handed(
     assert _stored_silver_versions(lake, player_agg) == held, "the handed mark was not the one read"
     lake.build("gold asking Spark for its mark", f"gold_{ACTIVE}_player_agg", f"gold_{ACTIVE}_daily_active")
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+
+
+def test_the_silver_check_reads_the_dates_its_build_recorded(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # A silver build records its batch's event dates for the silver check of the same invocation,
+    # which would otherwise ask the table's history and change feed, two Spark jobs a game. A
+    # producer retry of a loaded event adds no row, but its date is in the batch, so the check
+    # reads that partition too: the record holds every date the insert can have written. A later
+    # invocation (`dbt test`) does not trust it, and reads the dates of the latest insert's changes.
+    loaded = {row["event_id"] for row in lake.table(f"silver.silver_{ACTIVE}")}
+    original = next(
+        r for r in lake.rows if r["event_id"] in loaded and r["event_date"] < (NOW - timedelta(days=2)).date()
+    )
+    lake.land([writer.retry(original, NOW)], support.schema_for(original["_schema_id"]))
+    fresh = writer.event(ACTIVE, 4, NOW - timedelta(minutes=1))
+    lake.land([fresh], support.schema_for(4))
+
+    lake.build("a retry of a loaded event and a new one")
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+    assert _checked_dates(lake, ACTIVE) == {original["event_date"], fresh["event_date"]}
+
+    lake.dbt("test", "--select", "assert_silver_new_rows_valid")
+    assert _checked_dates(lake, ACTIVE) == {fresh["event_date"]}
+
+
+def _checked_dates(lake: Lake, game: str) -> set[date]:
+    """The event_date partitions of ``game``'s silver that the latest silver check compiled to."""
+    compiled = _compiled_test(lake, "assert_silver_new_rows_valid")
+    where = re.search(rf"from silver\.silver_{game}\s+where (.*)", compiled)
+    assert where, compiled
+    return {date.fromisoformat(day) for day in re.findall(r"date '([0-9-]+)'", where.group(1))}
 
 
 def _stored_silver_versions(lake: Lake, gold: str) -> list[int]:
