@@ -21,7 +21,9 @@ statements took in Spark. Commits are the new versions in each model's ``_delta_
 A node's time outside its statements is not all dbt's Python: dbt-spark's session method runs a
 SELECT's Spark job when dbt fetches its rows, after dbt has logged the statement as done. The
 process CPU times tell the two apart: the Python process's own user + system time (``os.times``)
-and the JVM's (``/proc/<pid>/stat`` of the Spark gateway), both over the profiled cycle.
+and the JVM's (``/proc/<pid>/stat`` of the Spark gateway), both over the profiled cycle. A
+MERGE's statement is split into the steps Delta times itself, from the ``operationMetrics`` of
+the commit it made: materializing the source, finding the touched files, rewriting them.
 
 The figures are printed and appended, with machine, date and ``--label``, to
 bench/results/refresh_profile.md.
@@ -69,6 +71,7 @@ KINDS = [
     ("create view", r"^create (or replace )?(temporary )?view"),
     ("drop", r"^drop "),
     ("mark: set or reset commit metadata", r"^(set|reset) spark\.databricks\.delta\.commitinfo"),
+    ("batch dates recorded or read (silver check)", r"^set spark\.gamelake\.batch_dates\."),
     ("handed conf read (marks, rows)", r"^set spark\.gamelake\."),
     ("mark: show tblproperties", r"^show tblproperties"),
     ("mark: set tblproperties", r"^alter table .* set tblproperties"),
@@ -157,6 +160,25 @@ def _log_versions(warehouse: Path) -> dict[str, int]:
     for log in (warehouse / "spark").glob("*.db/*/_delta_log"):
         versions = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()]
         found[log.parent.name] = max(versions, default=-1)
+    return found
+
+
+MERGE_STEPS = ("materializeSourceTimeMs", "scanTimeMs", "rewriteTimeMs", "executionTimeMs")
+
+
+def _merge_steps(warehouse: Path) -> dict[str, dict[str, int]]:
+    """Delta's own split of each table's newest commit when it is a MERGE (its commitInfo's
+    operationMetrics): materializing the source, finding the touched files, rewriting them."""
+    found = {}
+    for log in (warehouse / "spark").glob("*.db/*/_delta_log"):
+        newest = max(
+            (p for p in log.glob("*.json") if p.stem.isdigit()), key=lambda p: int(p.stem), default=None
+        )
+        for line in newest.read_text().splitlines() if newest else []:
+            info = json.loads(line).get("commitInfo")
+            if info and info.get("operation") == "MERGE":
+                metrics = info.get("operationMetrics", {})
+                found[log.parent.name] = {k: int(v) for k, v in metrics.items() if v.lstrip("-").isdigit()}
     return found
 
 
@@ -253,6 +275,7 @@ def profile(
     hooks["(invocations)"] = recorder.invocations
     hooks["(cpu)"] = {side: cpu_after[side] - cpu_before[side] for side in cpu_after}
     hooks["(python)"] = _python_lines(python) if python_profile else []
+    hooks["(merges)"] = _merge_steps(root / "warehouse")
     spark.stop()
     return took, nodes, hooks
 
@@ -287,7 +310,9 @@ def _report(
     models = [n for n in nodes if n.kind == "model"]
     tests = [n for n in nodes if n.kind == "test"]
     invocations = hooks.get("(invocations)", [])
-    statements = {k: v for k, v in hooks.items() if k not in ("(invocations)", "(cpu)", "(python)")}
+    statements = {
+        k: v for k, v in hooks.items() if k not in ("(invocations)", "(cpu)", "(python)", "(merges)")
+    }
     cpu = hooks.get("(cpu)", {})
     outside = [n.seconds - n.sql_seconds for n in models]
     receiving = f"events for {active} of them" if active and active < games else "events for all"
@@ -353,7 +378,29 @@ def _report(
         + " |"
         for n in sorted(tests, key=lambda n: -n.seconds)
     ]
-    return [*lines, *hooks.get("(python)", []), ""]
+    return [*lines, *_merge_lines(hooks.get("(merges)", {}), models), *hooks.get("(python)", []), ""]
+
+
+def _merge_lines(merges: dict[str, dict[str, int]], models: list[Node]) -> list[str]:
+    """Each MERGE of the cycle split into Delta's steps, from the commit it made."""
+    merged = [n for n in models if n.commits > 0 and n.name in merges]
+    if not merged:
+        return []
+    lines = [
+        "",
+        "MERGEs inside Delta (the commit's operationMetrics, s): materializing the source, finding the "
+        "touched files (scan), rewriting them, the whole; rows of the source, rows copied unchanged:",
+        "",
+        "| model | source s | scan s | rewrite s | execution s | source rows | rows copied |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for n in merged:
+        m = merges[n.name]
+        seconds = " | ".join(f"{m.get(step, 0) / 1000:.2f}" for step in MERGE_STEPS)
+        lines.append(
+            f"| {n.name} | {seconds} | {m.get('numSourceRows', 0)} | {m.get('numTargetRowsCopied', 0)} |"
+        )
+    return lines
 
 
 def _family(name: str) -> str:
