@@ -1,0 +1,128 @@
+"""What the per-cycle reads of today's silver partition cost as the day fills: a growth law.
+
+    python -m bench.day_partition_reads [--rows-per-cycle 10000] [--cycles 10 40 120] [--rounds 3]
+
+Every refresh cycle inserts each game's new rows into silver, one file per touched event_date
+partition, and the partition of today takes one more file each cycle. Two reads of each cycle
+read that whole partition, not the new rows:
+
+- gold ``_daily_active``'s source (macros/medallion/gold_daily_active.sql): the distinct
+  players of the batch's dates, recomputed from silver's rows of those dates;
+- silver's dedup anti-join (macros/medallion/silver_game_events.sql): the ``event_id`` of the
+  batch's date partitions, against the batch.
+
+In one warm local Spark session, a Delta table shaped like a game's silver (partitioned by
+event_date) takes ``--rows-per-cycle`` rows a cycle into today's partition; at each count of
+``--cycles`` both reads are timed (``--rounds`` each after a warm-up, median). Then today's partition is
+compacted (``OPTIMIZE``) into few files, and both are timed again: the same rows in fewer files
+tell the files' share from the rows'. Printed and appended to
+bench/results/day_partition_reads.md with the machine and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.results_file import append_section
+from ingest.core.settings.paths import PROJECT_DIR
+
+RESULTS = PROJECT_DIR / "bench" / "results" / "day_partition_reads.md"
+TODAY = "2026-11-27"
+BATCH = 1000  # new rows of a cycle against which the anti-join runs
+
+DAILY_ACTIVE_SOURCE = f"""
+select event_date, count(distinct gamer_id), count(distinct if(event_type = 'purchase', gamer_id, null)),
+       count_if(event_type = 'session_start'), count(*)
+from t where event_date in (date '{TODAY}') group by event_date
+"""
+SILVER_ANTI_JOIN = f"""
+select count(*) from batch left anti join (
+    select event_id, event_date from t where event_date in (date '{TODAY}')
+) as loaded on batch.event_id = loaded.event_id and batch.event_date = loaded.event_date
+"""
+
+
+def _cycle_rows(spark: Any, first_id: int, rows: int) -> Any:
+    return spark.range(first_id, first_id + rows).selectExpr(
+        "concat('ev-', id) as event_id",
+        "concat('gamer-', id % 5000) as gamer_id",
+        "element_at(array('session_start', 'match_start', 'purchase', 'level_up'), cast(id % 4 + 1 as int))"
+        " as event_type",
+        f"date '{TODAY}' as event_date",
+        "id % 100000 as score",
+        "repeat('x', 40) as device_id",
+    )
+
+
+def _median_seconds(spark: Any, sql: str, rounds: int) -> float:
+    spark.sql(sql).collect()  # warm-up: the snapshot's file list, the plan's code
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        spark.sql(sql).collect()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def _files(spark: Any, table: Path) -> int:
+    return int(spark.sql(f"describe detail delta.`{table}`").first()["numFiles"])
+
+
+def measure(spark: Any, table: Path, per_cycle: int, cycles: list[int], rounds: int) -> list[str]:
+    rows_done = 0  # the first append makes the table
+    lines = []
+    for target in sorted(cycles):
+        while rows_done // per_cycle < target:
+            _cycle_rows(spark, rows_done, per_cycle).coalesce(1).write.format("delta").mode(
+                "append"
+            ).partitionBy("event_date").save(str(table))
+            rows_done += per_cycle
+        lines.append(_row(spark, table, f"{target} cycles", rows_done, rounds))
+    spark.sql(f"optimize delta.`{table}`")
+    lines.append(_row(spark, table, f"{max(cycles)} cycles, compacted", rows_done, rounds))
+    return lines
+
+
+def _row(spark: Any, table: Path, label: str, rows: int, rounds: int) -> str:
+    spark.read.format("delta").load(str(table)).createOrReplaceTempView("t")
+    _cycle_rows(spark, rows, BATCH).createOrReplaceTempView("batch")
+    source = _median_seconds(spark, DAILY_ACTIVE_SOURCE, rounds)
+    anti_join = _median_seconds(spark, SILVER_ANTI_JOIN, rounds)
+    return f"| {label} | {_files(spark, table)} | {rows:,} | {source:.2f} | {anti_join:.2f} |"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows-per-cycle", type=int, default=10_000)
+    parser.add_argument("--cycles", type=int, nargs="+", default=[10, 40, 120])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    from ingest.core.spark.session import local_session
+
+    with tempfile.TemporaryDirectory(prefix="day-partition-") as root:
+        spark = local_session(Path(root))
+        spark.sparkContext.setLogLevel("ERROR")
+        rows = measure(spark, Path(root) / "silver_like", args.rows_per_cycle, args.cycles, args.rounds)
+        spark.stop()
+    body = [
+        f"- a silver-like table, {args.rows_per_cycle:,} rows a cycle into today's partition (one file "
+        f"each), reads timed against a batch of {BATCH:,} new rows; median of {args.rounds} rounds",
+        "",
+        "| today's partition after | files | rows | daily_active's source s | silver's anti-join s |",
+        "|---|---:|---:|---:|---:|",
+        *rows,
+    ]
+    heading = "# Today's silver partition: what the per-cycle reads cost as the day fills\n"
+    append_section(RESULTS, "Day partition reads (bench/day_partition_reads.py)", body, heading=heading)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
