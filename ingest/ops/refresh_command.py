@@ -45,6 +45,14 @@ from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, classes_compiled, interpreted, set_mode
 from ingest.ops.cycle_facts import handing_cycle_facts
 from ingest.ops.dbt_build_lock import LOCK_TABLE, BuildLockHeld, holding_build_lock, new_holder
+from ingest.ops.lakehouse_upkeep import (
+    DEFAULT_COMPACT_FILES,
+    DEFAULT_VACUUM_HOURS,
+    EVERYTHING,
+    UpkeepPolicy,
+    Written,
+    upkeep_written,
+)
 from ingest.ops.refresh_selection import (
     SLICE,
     SLICE_MODEL,
@@ -167,33 +175,59 @@ def _lock_stale_after() -> dt.timedelta:
     return dt.timedelta(minutes=int(project["vars"]["gamelake_build_lock_minutes"]))
 
 
-def _build(spark: Any, tables_dir: Path, bounds: dict[str, int], whole: bool) -> bool:
+def _build(
+    spark: Any, tables_dir: Path, bounds: dict[str, int], whole: bool, upkeep: UpkeepPolicy | None
+) -> bool:
     """The whole project, or the slice and then only the games with rows in it (refresh_selection),
-    under one build lock."""
+    then the upkeep of what a good build wrote (lakehouse_upkeep), under one build lock."""
     try:
         with cycle_lock(tables_dir) as held:
-            return _build_locked(spark, tables_dir, {**bounds, **held}, whole)
+            written = _build_locked(spark, tables_dir, {**bounds, **held}, whole)
+            if written is not None and upkeep is not None:
+                _upkeep(spark, tables_dir, written, upkeep)
+            return written is not None
     except BuildLockHeld as refused:
         log.error("refresh: %s", refused)
         return False
 
 
-def _build_locked(spark: Any, tables_dir: Path, given_vars: dict[str, Any], whole: bool) -> bool:
+def _upkeep(spark: Any, tables_dir: Path, written: Written, policy: UpkeepPolicy) -> None:
+    done = upkeep_written(spark, tables_dir, written, policy)
+    log.info(
+        "refresh: upkeep of %d tables: compacted %s (%d files, %.1f s), vacuumed %d files (%.2f s)",
+        done.tables,
+        " ".join(done.compacted) or "none",
+        done.files_packed,
+        done.compact_seconds,
+        done.files_vacuumed,
+        done.vacuum_seconds,
+        extra={
+            "event": "refresh_upkeep",
+            "compacted": done.compacted,
+            "compact_seconds": round(done.compact_seconds, 2),
+            "files_vacuumed": done.files_vacuumed,
+            "vacuum_seconds": round(done.vacuum_seconds, 2),
+        },
+    )
+
+
+def _build_locked(spark: Any, tables_dir: Path, given_vars: dict[str, Any], whole: bool) -> Written | None:
     given = {name: value for name, value in given_vars.items() if value}
     bound = ["--vars", json.dumps(given)] if given else []
     if whole:
-        return _dbt("build", *bound)
+        return EVERYTHING if _dbt("build", *bound) else None
     if not _dbt("build", "--select", SLICE_MODEL, *bound):
-        return False
+        return None
     readers = read_slice_readers(spark)
     selection = build_selection(readers)
     if not selection:
         log.info("refresh: no game has new rows in the slice; nothing more to build")
-        return True
+        return Written((), quarantine=False)
     log.info("refresh: building %s", " ".join(selection))
     # what the models would ask Spark one by one, read once for the games built
     with handing_cycle_facts(spark, tables_dir, readers, LOCK_HELD_VAR in given):
-        return _dbt(*after_slice_args(selection), *bound)  # the same vars: a change would re-parse
+        ok = _dbt(*after_slice_args(selection), *bound)  # the same vars: a change would re-parse
+    return Written(tuple(readers.games_to_build()), readers.quarantine_to_build()) if ok else None
 
 
 @dataclass(frozen=True)
@@ -213,11 +247,16 @@ class CycleSize:
 
 
 def build_once(
-    spark: Any, watch: BronzeWatch, size: CycleSize = CycleSize(), whole: bool = True
+    spark: Any,
+    watch: BronzeWatch,
+    size: CycleSize = CycleSize(),
+    whole: bool = True,
+    upkeep: UpkeepPolicy | None = None,
 ) -> int | None:
     """One build reading at most ``size``'s bronze versions and rows: the whole project, or
     (``whole=False``) only the games with new rows; the bronze version it covered, or None when
-    it failed. A small cycle's statements run interpreted (ingest/ops/codegen_mode.py)."""
+    it failed. A small cycle's statements run interpreted (ingest/ops/codegen_mode.py). With
+    ``upkeep``, a good build's tables are compacted and vacuumed as it says."""
     started = time.monotonic()
     max_rows, max_versions = size.max_rows, size.max_versions
     run_interpreted = size.runs_interpreted()
@@ -227,7 +266,7 @@ def build_once(
         watch.hand_rows_to(spark)
     watch.hand_versions_to(spark)  # marks and versions, read once from the Delta logs
     bounds = {"gamelake_slice_max_versions": max_versions, "gamelake_slice_max_rows": max_rows}
-    ok = _build(spark, watch.readers.silver_dir.parent, bounds, whole)
+    ok = _build(spark, watch.readers.silver_dir.parent, bounds, whole, upkeep)
     took = time.monotonic() - started
     BUILD_SECONDS.observe(took)
     BUILDS.labels("ok" if ok else "failed").inc()
@@ -262,7 +301,11 @@ def build_once(
 
 
 def run_continuously(
-    spark: Any, watch: BronzeWatch, pacing: BuildPacing, interpreted_below: int = INTERPRETED_BELOW_ROWS
+    spark: Any,
+    watch: BronzeWatch,
+    pacing: BuildPacing,
+    interpreted_below: int = INTERPRETED_BELOW_ROWS,
+    upkeep: UpkeepPolicy | None = None,
 ) -> int:
     built: int | None = None
     last_start = 0.0
@@ -280,7 +323,7 @@ def run_continuously(
             last_start = time.monotonic()
             # the first build of a process builds everything (views, a game added meanwhile)
             size = CycleSize(pacing.versions(), pacing.rows(), watch.rows_after(built), interpreted_below)
-            covered = build_once(spark, watch, size, whole=built is None)
+            covered = build_once(spark, watch, size, whole=built is None, upkeep=upkeep)
             if covered is None:
                 pacing.failed(behind=version - (built if built is not None else -1))
                 log.warning(
@@ -314,6 +357,12 @@ def _refresh(args: argparse.Namespace) -> int:
             "ingest refresh watches bronze on local disk only, and GAMELAKE_INGEST_WAREHOUSE_URI puts it "
             "on S3: run `ingest dbt-build` (or `dbt build`) there instead"
         )
+    if args.compact_files < 0:
+        raise ConfigError(
+            f"--compact-files {args.compact_files}: give a number of files, or 0 for no compaction"
+        )
+    if args.vacuum_hours < 0:
+        raise ConfigError(f"--vacuum-hours {args.vacuum_hours}: give a number of hours, 0 or more")
     if args.min_interval < 0:
         raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
     for flag, value, unit in (
@@ -349,7 +398,8 @@ def _refresh(args: argparse.Namespace) -> int:
         history.start()
     try:
         pacing = BuildPacing(args.min_interval, args.max_versions_per_build, args.max_rows_per_build)
-        return run_continuously(spark, watch, pacing, args.interpreted_below_rows)
+        upkeep = UpkeepPolicy(args.compact_files, args.vacuum_hours)
+        return run_continuously(spark, watch, pacing, args.interpreted_below_rows, upkeep)
     finally:
         if server is not None:
             server.shutdown()
@@ -390,6 +440,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="with --continuous, a build reading fewer new bronze rows than this runs Spark's "
         "statements interpreted, not compiled, which is quicker for small builds (0: always "
         f"compiled; default {INTERPRETED_BELOW_ROWS:,})",
+    )
+    parser.add_argument(
+        "--compact-files",
+        type=int,
+        default=DEFAULT_COMPACT_FILES,
+        help="with --continuous, after a good build compact a silver or gold partition it wrote once "
+        f"that holds this many small files (0: never; default {DEFAULT_COMPACT_FILES})",
+    )
+    parser.add_argument(
+        "--vacuum-hours",
+        type=int,
+        default=DEFAULT_VACUUM_HOURS,
+        help="with --continuous, after a good build delete the files of the tables it wrote that were "
+        "removed this many hours ago or more; gold reads silver's change feed from its mark, so no "
+        f"gold table may trail its silver longer than this (default {DEFAULT_VACUUM_HOURS})",
     )
     parser.add_argument(
         "--metrics-port", type=int, default=9109, help="port of the refresh's /metrics (0 disables; 9109)"

@@ -28,8 +28,9 @@
     {%- if recorded is not none -%}
         {{ return(_event_dates_in(recorded)) }}
     {%- endif -%}
-    {#- the latest insert is among the last few commits (the mark's property change follows it) -#}
-    {%- set writes = run_query("describe history " ~ relation ~ " limit 5")
+    {#- the latest insert is among the last few commits: the refresh's upkeep (OPTIMIZE, and
+        VACUUM's start and end) may follow it -#}
+    {%- set writes = run_query("describe history " ~ relation ~ " limit 10")
         | selectattr('operation', 'in', ['WRITE', 'CREATE TABLE AS SELECT', 'CREATE OR REPLACE TABLE AS SELECT'])
         | list -%}
     {#- a WRITE by delta-rs is `ingest bronze migrate-native-types` rewriting every row with new

@@ -1,0 +1,184 @@
+"""Upkeep of the tables dbt builds (each game's silver and gold, the quarantine): compaction
+and vacuum of the tables a continuous refresh cycle wrote, in the same hold of the build lock.
+
+Without it, every cycle leaves a small file in each silver partition it wrote, and every gold
+MERGE leaves behind the whole file it replaced. Today's silver partition grows by a file a
+cycle, and the dedup anti-join and daily_active's source read it whole
+(bench/results/day_partition_reads.md). Gold's replaced copies stay on disk for ever.
+
+What is due is read from each table's Delta log with delta-rs, in milliseconds; Spark runs only
+the compactions that are due (bench/results/upkeep_cost.md: a Spark OPTIMIZE or VACUUM costs
+0.5-3 s a table even with nothing to do).
+
+- A partition holding ``compact_files`` files smaller than ``FILE_BYTES / 2`` is compacted by
+  Spark's OPTIMIZE into files of up to ``FILE_BYTES``; a larger file is left alone, so a row is
+  rewritten a bounded number of times. At most ``compactions_per_cycle`` tables a cycle, the
+  fullest first, so games that fill up together are compacted over several cycles and no cycle
+  stalls on all of them. OPTIMIZE's commit changes no data (``dataChange=false``): the change
+  feed gold reads skips it, and the readers' marks look past it.
+- delta-rs vacuums the files the log removed more than ``vacuum_hours`` ago, when there are any
+  (a table with none gets no commit). Gold reads silver's change feed from its own mark, and the
+  feed needs the files of those versions, so ``vacuum_hours`` is how far gold may trail silver.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deltalake import DeltaTable
+
+from ingest.core.identifiers import validate_slug
+from ingest.games.layout import GOLD_KINDS, gold_table, silver_table
+
+log = logging.getLogger("gamelake.refresh")
+
+# About 1M rows of demo events (56 bytes a row in silver): a day's partition keeps a few files,
+# and its reads keep both cores. One file of a 3.2M-row day read slower than its 320 small ones.
+FILE_BYTES = 64 * 1024 * 1024
+SMALL_BYTES = FILE_BYTES // 2
+PARTITION = "partition.event_date"
+QUARANTINE = "silver_quarantine"
+ALL_GAMES = "*"
+DEFAULT_COMPACT_FILES = 30  # small files a partition holds before it is compacted
+DEFAULT_VACUUM_HOURS = 168  # Delta's own default retention
+
+
+def game_tables(slug: str) -> list[str]:
+    """The tables dbt builds for one game, as ``schema.name``: its silver, then its gold."""
+    validate_slug(slug, source="reference.games: game_slug")
+    return [f"silver.{silver_table(slug)}", *(f"gold.{gold_table(slug, kind)}" for kind in GOLD_KINDS)]
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a good build wrote: its games' tables (ALL_GAMES: every game's), maybe the quarantine."""
+
+    games: tuple[str, ...]
+    quarantine: bool
+
+
+EVERYTHING = Written((ALL_GAMES,), quarantine=True)
+
+
+@dataclass(frozen=True)
+class UpkeepPolicy:
+    compact_files: int = DEFAULT_COMPACT_FILES  # 0: never compact
+    vacuum_hours: int = DEFAULT_VACUUM_HOURS
+
+
+@dataclass
+class UpkeepDone:
+    tables: int = 0  # looked at
+    compacted: list[str] = field(default_factory=list)
+    files_packed: int = 0
+    files_vacuumed: int = 0
+    compact_seconds: float = 0.0
+    vacuum_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Due:
+    table: str  # schema.name
+    dates: tuple[str, ...]  # partitions to compact; empty: the whole (unpartitioned) table
+    small_files: int
+
+
+def upkeep_written(spark: Any, tables_dir: Path, written: Written, policy: UpkeepPolicy) -> UpkeepDone:
+    """Compact and vacuum what ``written`` says a build wrote; the caller holds the build lock."""
+    done = UpkeepDone()
+    paths = [(name, tables_dir / name.replace(".", ".db/", 1)) for name in _names(spark, written)]
+    tables = {name: DeltaTable(str(path)) for name, path in paths if DeltaTable.is_deltatable(str(path))}
+    done.tables = len(tables)
+    if policy.compact_files:
+        due = [
+            d for name, table in tables.items() if (d := due_compaction(name, table, policy.compact_files))
+        ]
+        started = time.monotonic()
+        for chosen in sorted(due, key=lambda d: -d.small_files)[: compactions_per_cycle(len(tables), policy)]:
+            done.files_packed += compact(spark, chosen)
+            done.compacted.append(chosen.table)
+            tables[chosen.table].update_incremental()  # to the compaction's commit, for the vacuum
+        done.compact_seconds = time.monotonic() - started
+    started = time.monotonic()
+    for table in tables.values():
+        done.files_vacuumed += vacuum(table, policy.vacuum_hours)
+    done.vacuum_seconds = time.monotonic() - started
+    return done
+
+
+def compactions_per_cycle(tables: int, policy: UpkeepPolicy) -> int:
+    """Enough that tables filling a file a cycle each are all compacted every ``compact_files``
+    cycles, and at least one."""
+    return 1 + tables // max(policy.compact_files, 1)
+
+
+def _names(spark: Any, written: Written) -> list[str]:
+    games = set(written.games) - {ALL_GAMES}
+    if ALL_GAMES in written.games:
+        games |= {str(row[0]) for row in spark.sql("select game_slug from reference.games").collect()}
+    names = [table for game in sorted(games) for table in game_tables(game)]
+    return names + ([f"silver.{QUARANTINE}"] if written.quarantine else [])
+
+
+def due_compaction(name: str, table: DeltaTable, compact_files: int) -> _Due | None:
+    """The partitions of ``table`` (named ``name`` in Spark) holding ``compact_files`` small files
+    or more."""
+    files = table.get_add_actions(flatten=True)
+    sizes = files.column("size_bytes").to_pylist()
+    if PARTITION not in files.column_names:
+        small = sum(size < SMALL_BYTES for size in sizes)
+        return _Due(name, (), small) if small >= compact_files else None
+    dates = files.column(PARTITION).to_pylist()
+    small_by_date = Counter(
+        str(date) for date, size in zip(dates, sizes, strict=True) if size < SMALL_BYTES and date is not None
+    )
+    full = sorted(date for date, count in small_by_date.items() if count >= compact_files)
+    return _Due(name, tuple(full), sum(small_by_date[date] for date in full)) if full else None
+
+
+def compact(spark: Any, due: _Due) -> int:
+    """Spark's OPTIMIZE of the due partitions; the number of files it packed."""
+    where = ""
+    if due.dates:
+        where = " where event_date in (" + ", ".join(f"date '{date}'" for date in due.dates) + ")"
+    with _session_conf(spark, _compaction_conf()):
+        metrics = spark.sql(f"optimize {due.table}{where}").first()["metrics"]
+    return int(metrics["numFilesRemoved"])
+
+
+def vacuum(table: DeltaTable, hours: int) -> int:
+    """delta-rs' vacuum of the files removed more than ``hours`` ago; no commit when none are."""
+    expired = table.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False)
+    if not expired:
+        return 0
+    return len(table.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False))
+
+
+def _compaction_conf() -> dict[str, str]:
+    return {
+        "spark.databricks.delta.optimize.maxFileSize": str(FILE_BYTES),
+        "spark.databricks.delta.optimize.minFileSize": str(SMALL_BYTES),
+    }
+
+
+@contextlib.contextmanager
+def _session_conf(spark: Any, conf: dict[str, str]) -> Iterator[None]:
+    """``conf`` set in the session for the block, then what was there before put back."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
