@@ -14,8 +14,9 @@ read that whole partition, not the new rows:
 In one warm local Spark session, a Delta table shaped like a game's silver (partitioned by
 event_date) takes ``--rows-per-cycle`` rows a cycle into today's partition; at each count of
 ``--cycles`` both reads are timed (``--rounds`` each after a warm-up, median). Then today's partition is
-compacted (``OPTIMIZE``) into few files, and both are timed again: the same rows in fewer files
-tell the files' share from the rows'. Printed and appended to
+compacted as the continuous refresh's upkeep does it (ingest/ops/lakehouse_upkeep.py: files of
+up to 64 MB), then into one file (Delta's default target), and both are timed again: the same
+rows in fewer files tell the files' share from the rows'. Printed and appended to
 bench/results/day_partition_reads.md with the machine and date.
 """
 
@@ -28,8 +29,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from deltalake import DeltaTable
+
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.ops.lakehouse_upkeep import DEFAULT_COMPACT_FILES, compact, due_compaction
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "day_partition_reads.md"
 TODAY = "2026-11-27"
@@ -47,7 +51,7 @@ select count(*) from batch left anti join (
 """
 
 
-def _cycle_rows(spark: Any, first_id: int, rows: int) -> Any:
+def silver_like_rows(spark: Any, first_id: int, rows: int) -> Any:
     return spark.range(first_id, first_id + rows).selectExpr(
         "concat('ev-', id) as event_id",
         "concat('gamer-', id % 5000) as gamer_id",
@@ -56,6 +60,13 @@ def _cycle_rows(spark: Any, first_id: int, rows: int) -> Any:
         f"date '{TODAY}' as event_date",
         "id % 100000 as score",
         "repeat('x', 40) as device_id",
+        # columns as varied as silver's, so the table's bytes per row, which OPTIMIZE's file
+        # size counts, are near a real silver table's (about 56 here)
+        "concat('s-', id * 7919 % 100003) as session_id",
+        "cast(id * 2654435761 % 900000 as bigint) as duration_ms",
+        "rand() * 200 as network_latency_ms",
+        "cast(id as bigint) as kafka_offset",
+        "timestamp_seconds(1795000000 + id div 10) as ingested_at",
     )
 
 
@@ -69,8 +80,10 @@ def _median_seconds(spark: Any, sql: str, rounds: int) -> float:
     return statistics.median(times)
 
 
-def _files(spark: Any, table: Path) -> int:
-    return int(spark.sql(f"describe detail delta.`{table}`").first()["numFiles"])
+def _files(spark: Any, table: Path) -> tuple[int, int]:
+    """(live files, their bytes)."""
+    detail = spark.sql(f"describe detail delta.`{table}`").first()
+    return int(detail["numFiles"]), int(detail["sizeInBytes"])
 
 
 def measure(spark: Any, table: Path, per_cycle: int, cycles: list[int], rounds: int) -> list[str]:
@@ -78,22 +91,30 @@ def measure(spark: Any, table: Path, per_cycle: int, cycles: list[int], rounds: 
     lines = []
     for target in sorted(cycles):
         while rows_done // per_cycle < target:
-            _cycle_rows(spark, rows_done, per_cycle).coalesce(1).write.format("delta").mode(
+            silver_like_rows(spark, rows_done, per_cycle).coalesce(1).write.format("delta").mode(
                 "append"
             ).partitionBy("event_date").save(str(table))
             rows_done += per_cycle
         lines.append(_row(spark, table, f"{target} cycles", rows_done, rounds))
-    spark.sql(f"optimize delta.`{table}`")
-    lines.append(_row(spark, table, f"{max(cycles)} cycles, compacted", rows_done, rounds))
+    due = due_compaction(f"delta.`{table}`", DeltaTable(str(table)), DEFAULT_COMPACT_FILES)
+    assert due is not None, "today's partition holds more small files than the upkeep leaves"
+    started = time.perf_counter()
+    compact(spark, due)
+    took = time.perf_counter() - started
+    label = f"{max(cycles)} cycles, compacted as the refresh's upkeep does ({took:.1f} s)"
+    lines.append(_row(spark, table, label, rows_done, rounds))
+    spark.sql(f"optimize delta.`{table}`")  # Delta's default target, 1 GB: one file
+    lines.append(_row(spark, table, f"{max(cycles)} cycles, compacted into one file", rows_done, rounds))
     return lines
 
 
 def _row(spark: Any, table: Path, label: str, rows: int, rounds: int) -> str:
     spark.read.format("delta").load(str(table)).createOrReplaceTempView("t")
-    _cycle_rows(spark, rows, BATCH).createOrReplaceTempView("batch")
+    silver_like_rows(spark, rows, BATCH).createOrReplaceTempView("batch")
     source = _median_seconds(spark, DAILY_ACTIVE_SOURCE, rounds)
     anti_join = _median_seconds(spark, SILVER_ANTI_JOIN, rounds)
-    return f"| {label} | {_files(spark, table)} | {rows:,} | {source:.2f} | {anti_join:.2f} |"
+    files, size = _files(spark, table)
+    return f"| {label} | {files} | {rows:,} | {size / rows:.0f} | {source:.2f} | {anti_join:.2f} |"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         f"- a silver-like table, {args.rows_per_cycle:,} rows a cycle into today's partition (one file "
         f"each), reads timed against a batch of {BATCH:,} new rows; median of {args.rounds} rounds",
         "",
-        "| today's partition after | files | rows | daily_active's source s | silver's anti-join s |",
-        "|---|---:|---:|---:|---:|",
+        "| today's partition after | files | rows | bytes a row | daily_active's source s "
+        "| silver's anti-join s |",
+        "|---|---:|---:|---:|---:|---:|",
         *rows,
     ]
     heading = "# Today's silver partition: what the per-cycle reads cost as the day fills\n"
