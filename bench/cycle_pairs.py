@@ -89,7 +89,7 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
     def cycle(side: str) -> float:
         _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, state["games"], 0.01))
         state["next_id"] += new
-        took, results = _cycle(runner, spark, None, "refresh", watch, new, **comparison.sides[side])
+        took, results, _ = _cycle(runner, spark, None, "refresh", watch, new, **comparison.sides[side])
         failed = [r.node.name for r in results if r.status not in ("success", "pass")]
         if failed:
             raise SystemExit(f"the cycle failed: {failed}")

@@ -55,6 +55,7 @@ from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.codegen_mode import set_mode
 from ingest.ops.cycle_facts import handing_cycle_facts
+from ingest.ops.lakehouse_upkeep import UpkeepDone, UpkeepPolicy, Written, upkeep_written
 from ingest.ops.refresh_command import CycleSize, cycle_lock
 from ingest.ops.refresh_selection import SLICE_MODEL, after_slice_args, build_selection, read_slice_readers
 from ingest.ops.warm_dbt import WarmDbt
@@ -191,8 +192,9 @@ def _cycle(
     rows: int | None = None,
     second: Callable[[list[str]], list[str]] = after_slice_args,
     facts: bool = True,
-) -> tuple[float, list[Any]]:
-    """One cycle as ``cycle`` says: its wall time and the results of every node it ran. Given the
+) -> tuple[float, list[Any], UpkeepDone | None]:
+    """One cycle as ``cycle`` says: its wall time, the results of every node it ran, and what the
+    refresh's upkeep after it did (lakehouse_upkeep, under the same lock). Given the
     ``rows`` it reads, a refresh cycle runs compiled or interpreted as `ingest refresh` chooses;
     ``second`` makes its second invocation's arguments from the selection, and ``facts``
     says whether the cycle's facts are handed over (ingest/ops/cycle_facts.py), as `ingest
@@ -201,7 +203,7 @@ def _cycle(
         set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
         took, built = _dbt(project, recorder, "build")
-        return took, list(built.results)
+        return took, list(built.results), None
     started = time.monotonic()
     watch.version()  # as `ingest refresh` polls bronze, then hands over what it read before a build
     watch.hand_versions_to(spark)
@@ -218,7 +220,9 @@ def _cycle(
             if selection:
                 _, games = _dbt(project, recorder, *second(selection), *given)
                 results += games.results
-    return time.monotonic() - started, results
+        written = Written(tuple(readers.games_to_build()), readers.quarantine_to_build())
+        upkeep = upkeep_written(spark, tables_dir, written, UpkeepPolicy())
+    return time.monotonic() - started, results, upkeep
 
 
 def _cpu_seconds(spark: Any) -> dict[str, float]:
@@ -260,7 +264,7 @@ def profile(
         cpu_before = _cpu_seconds(spark)
         if python_profile and round_ == "profiled":
             python.enable()
-        took, results = _cycle(runner, spark, recorder, cycle, watch, new)
+        took, results, upkeep = _cycle(runner, spark, recorder, cycle, watch, new)
         python.disable()
         cpu_after = _cpu_seconds(spark)
     after = _log_versions(root / "warehouse")
@@ -276,6 +280,7 @@ def profile(
     hooks["(cpu)"] = {side: cpu_after[side] - cpu_before[side] for side in cpu_after}
     hooks["(python)"] = _python_lines(python) if python_profile else []
     hooks["(merges)"] = _merge_steps(root / "warehouse")
+    hooks["(upkeep)"] = upkeep
     spark.stop()
     return took, nodes, hooks
 
@@ -311,7 +316,9 @@ def _report(
     tests = [n for n in nodes if n.kind == "test"]
     invocations = hooks.get("(invocations)", [])
     statements = {
-        k: v for k, v in hooks.items() if k not in ("(invocations)", "(cpu)", "(python)", "(merges)")
+        k: v
+        for k, v in hooks.items()
+        if k not in ("(invocations)", "(cpu)", "(python)", "(merges)", "(upkeep)")
     }
     cpu = hooks.get("(cpu)", {})
     outside = [n.seconds - n.sql_seconds for n in models]
@@ -378,7 +385,20 @@ def _report(
         + " |"
         for n in sorted(tests, key=lambda n: -n.seconds)
     ]
+    lines += _upkeep_lines(hooks.get("(upkeep)"))
     return [*lines, *_merge_lines(hooks.get("(merges)", {}), models), *hooks.get("(python)", []), ""]
+
+
+def _upkeep_lines(done: UpkeepDone | None) -> list[str]:
+    """What the refresh's upkeep after the build did (ingest/ops/lakehouse_upkeep.py), in the wall."""
+    if done is None:
+        return []
+    return [
+        "",
+        f"- upkeep after the build (in the wall time): {done.tables} tables looked at, compacted "
+        f"{', '.join(done.compacted) or 'none'} ({done.files_packed} files, {done.compact_seconds:.2f} s), "
+        f"vacuumed {done.files_vacuumed} files ({done.vacuum_seconds:.2f} s)",
+    ]
 
 
 def _merge_lines(merges: dict[str, dict[str, int]], models: list[Node]) -> list[str]:
