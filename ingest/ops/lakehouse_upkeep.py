@@ -8,7 +8,7 @@ cycle, and the dedup anti-join and daily_active's source read it whole
 
 What is due is read from each table's Delta log with delta-rs, in milliseconds; Spark runs only
 the compactions that are due (bench/results/upkeep_cost.md: a Spark OPTIMIZE or VACUUM costs
-0.5-3 s a table even with nothing to do).
+0.3-2.3 s a table even with nothing to do, delta-rs' reads and vacuum 5-64 ms).
 
 - A partition holding ``compact_files`` files smaller than ``FILE_BYTES / 2`` is compacted by
   Spark's OPTIMIZE into files of up to ``FILE_BYTES``; a larger file is left alone, so a row is
@@ -24,7 +24,6 @@ the compactions that are due (bench/results/upkeep_cost.md: a Spark OPTIMIZE or 
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -37,10 +36,9 @@ from deltalake import DeltaTable
 from ingest.core.identifiers import validate_slug
 from ingest.games.layout import GOLD_KINDS, gold_table, silver_table
 
-log = logging.getLogger("gamelake.refresh")
-
 # About 1M rows of demo events (56 bytes a row in silver): a day's partition keeps a few files,
-# and its reads keep both cores. One file of a 3.2M-row day read slower than its 320 small ones.
+# and its reads keep both cores (one file of a 3.2M-row day once made the anti-join slower than
+# its 320 small ones: one task on 2 cores; bench/results/day_partition_reads.md).
 FILE_BYTES = 64 * 1024 * 1024
 SMALL_BYTES = FILE_BYTES // 2
 PARTITION = "partition.event_date"

@@ -11,6 +11,7 @@ import functools
 import html
 import http.server
 import json
+import os
 import random
 import re
 import shutil
@@ -105,6 +106,35 @@ def copy_project(target: Path) -> Path:
         else:
             shutil.copy2(source, target / name)
     return target
+
+
+@dataclass(frozen=True)
+class RefreshPlace:
+    """Where a test's `ingest refresh` process runs: its project, warehouse, bronze and environment."""
+
+    project: Path
+    warehouse: Path
+    bronze: Path
+    env: dict[str, str]
+
+
+def refresh_place(root: Path, games: dict[str, bool], bronze_schema: pa.Schema) -> RefreshPlace:
+    """A private project with ``games``' models generated, and an empty bronze table (written as
+    the ingest writes it) in a warehouse of its own, under ``root``."""
+    from ingest.games import model_files
+    from ingest.landing.delta.bronze_writer import CHANGE_DATA_FEED
+    from ingest.landing.delta.tables import ensure_table
+
+    project = copy_project(root / "project")
+    write_seed(project, games)
+    model_files.sync(project)
+    (project / ".cache").symlink_to(PROJECT_DIR / ".cache")  # the Delta jars
+    warehouse = root / "warehouse"
+    bronze = warehouse / "bronze" / "game_events"
+    ensure_table(bronze, bronze_schema, ["event_date"], "game_events", CHANGE_DATA_FEED)
+    env = {**os.environ, "GAMELAKE_HOME": str(project), "GAMELAKE_WAREHOUSE_DIR": str(warehouse)}
+    env.pop("GAMELAKE_BRONZE_PATH", None)
+    return RefreshPlace(project, warehouse, bronze, env)
 
 
 def write_seed(project: Path, games: dict[str, bool]) -> None:

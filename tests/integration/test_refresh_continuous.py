@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import itertools
-import os
 import random
 import re
 import signal
@@ -26,8 +25,6 @@ from deltalake import DeltaTable, write_deltalake
 from gamelake_dev.screenshot import rendered_dom, screenshot
 
 from ingest.core.settings.paths import PROJECT_DIR
-from ingest.landing.delta.bronze_writer import CHANGE_DATA_FEED
-from ingest.landing.delta.tables import ensure_table
 from ingest.ops.refresh_command import DASHBOARD_PANELS
 from tests.integration import dbt_support as support
 from tests.integration.ingest_support import wait_until
@@ -90,21 +87,12 @@ def _scrape(name: str) -> dict[str, float]:
 
 
 def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> None:
-    project = support.copy_project(tmp_path / "project")
-    support.write_seed(project, GAMES)
-    from ingest.games import model_files
-
-    model_files.sync(project)
-    (project / ".cache").symlink_to(PROJECT_DIR / ".cache")  # the Delta jars
-    warehouse = tmp_path / "warehouse"
-    bronze = warehouse / "bronze" / "game_events"
-    ensure_table(bronze, _SCHEMA, ["event_date"], "game_events", CHANGE_DATA_FEED)
+    place = support.refresh_place(tmp_path, GAMES, _SCHEMA)
+    project, warehouse, bronze = place.project, place.warehouse, place.bronze
     writer = support.BronzeWriter(random.Random(7))
     for _ in range(3):
         write_deltalake(str(bronze), _bronze_batch(writer, 21, list(GAMES)), mode="append")
 
-    env = {**os.environ, "GAMELAKE_HOME": str(project), "GAMELAKE_WAREHOUSE_DIR": str(warehouse)}
-    env.pop("GAMELAKE_BRONZE_PATH", None)
     log = (tmp_path / "refresh.log").open("w")
     # bounded by rows: 2 of the 10-row versions below (the version bound alone would allow 3)
     command = ["refresh", "--continuous", "--min-interval", "1", "--max-versions-per-build", "3"]
@@ -113,7 +101,7 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     refresh = subprocess.Popen(
         [sys.executable, "-m", "ingest.cli", *command],
         cwd=project,
-        env=env,
+        env=place.env,
         stdout=log,
         stderr=subprocess.STDOUT,
     )

@@ -10,7 +10,6 @@ vacuuming at once (0 hours), so each build's upkeep has work.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -23,9 +22,6 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from ingest.core.settings.paths import PROJECT_DIR
-from ingest.landing.delta.bronze_writer import CHANGE_DATA_FEED
-from ingest.landing.delta.tables import ensure_table
 from ingest.ops.bronze_marks import committed_mark
 from tests.integration import dbt_support as support
 from tests.integration.ingest_support import wait_until
@@ -43,21 +39,11 @@ def _batches(writer: support.BronzeWriter) -> list[list[dict[str, Any]]]:
 
 
 def test_the_refresh_compacts_and_vacuums_what_its_builds_wrote(tmp_path: Path) -> None:
-    project = support.copy_project(tmp_path / "project")
-    support.write_seed(project, GAMES)
-    from ingest.games import model_files
-
-    model_files.sync(project)
-    (project / ".cache").symlink_to(PROJECT_DIR / ".cache")  # the Delta jars
-    warehouse = tmp_path / "warehouse"
-    bronze = warehouse / "bronze" / "game_events"
     batches = _batches(support.BronzeWriter(random.Random(11)))
-    schema = support.arrow_bronze(batches[0], 4).schema
-    ensure_table(bronze, schema, ["event_date"], "game_events", CHANGE_DATA_FEED)
+    place = support.refresh_place(tmp_path, GAMES, support.arrow_bronze(batches[0], 4).schema)
+    warehouse, bronze = place.warehouse, place.bronze
     write_deltalake(str(bronze), support.arrow_bronze(batches[0], 4), mode="append")
 
-    env = {**os.environ, "GAMELAKE_HOME": str(project), "GAMELAKE_WAREHOUSE_DIR": str(warehouse)}
-    env.pop("GAMELAKE_BRONZE_PATH", None)
     log_path = tmp_path / "refresh.log"
     command = ["refresh", "--continuous", "--min-interval", "0", "--max-versions-per-build", "1"]
     command += ["--compact-files", "2", "--vacuum-hours", "0", "--metrics-port", "0"]
@@ -65,8 +51,8 @@ def test_the_refresh_compacts_and_vacuums_what_its_builds_wrote(tmp_path: Path) 
     with log_path.open("w") as log:
         refresh = subprocess.Popen(
             [sys.executable, "-m", "ingest.cli", *command],
-            cwd=project,
-            env=env,
+            cwd=place.project,
+            env=place.env,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
