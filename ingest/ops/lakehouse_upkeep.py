@@ -82,7 +82,7 @@ class UpkeepDone:
 
 
 @dataclass(frozen=True)
-class _Due:
+class DueCompaction:
     table: str  # schema.name
     dates: tuple[str, ...]  # partitions to compact; empty: the whole (unpartitioned) table
     small_files: int
@@ -125,23 +125,23 @@ def _names(spark: Any, written: Written) -> list[str]:
     return names + ([f"silver.{QUARANTINE}"] if written.quarantine else [])
 
 
-def due_compaction(name: str, table: DeltaTable, compact_files: int) -> _Due | None:
+def due_compaction(name: str, table: DeltaTable, compact_files: int) -> DueCompaction | None:
     """The partitions of ``table`` (named ``name`` in Spark) holding ``compact_files`` small files
     or more."""
     files = table.get_add_actions(flatten=True)
     sizes = files.column("size_bytes").to_pylist()
     if PARTITION not in files.column_names:
         small = sum(size < SMALL_BYTES for size in sizes)
-        return _Due(name, (), small) if small >= compact_files else None
+        return DueCompaction(name, (), small) if small >= compact_files else None
     dates = files.column(PARTITION).to_pylist()
     small_by_date = Counter(
         str(date) for date, size in zip(dates, sizes, strict=True) if size < SMALL_BYTES and date is not None
     )
     full = sorted(date for date, count in small_by_date.items() if count >= compact_files)
-    return _Due(name, tuple(full), sum(small_by_date[date] for date in full)) if full else None
+    return DueCompaction(name, tuple(full), sum(small_by_date[date] for date in full)) if full else None
 
 
-def compact(spark: Any, due: _Due) -> int:
+def compact(spark: Any, due: DueCompaction) -> int:
     """Spark's OPTIMIZE of the due partitions; the number of files it packed."""
     where = ""
     if due.dates:
