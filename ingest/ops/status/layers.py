@@ -20,6 +20,7 @@ from deltalake import DeltaTable
 from ingest.core.settings.ingest_settings import IngestSettings
 from ingest.games.layout import GOLD_KINDS, gold_table, silver_table
 from ingest.games.seed import Game
+from ingest.landing.delta.table_scan import scan
 from ingest.ops.bronze_marks import bronze_mark
 from ingest.ops.gold_marks import silver_version_mark
 from ingest.ops.refresh_selection import SLICE_MODEL
@@ -93,7 +94,7 @@ def quarantine(
     record = _reader(settings, QUARANTINE, readers, history, now)
     by_game: dict[str, int] = {}
     if table is not None and record["rows"]:
-        slugs = table.to_pyarrow_dataset().to_table(columns=["game_slug"]).column(0)
+        slugs = scan(table, ["game_slug"]).column(0)
         counts = pc.value_counts(slugs).to_pylist()
         by_game = {c["values"] if c["values"] is not None else NO_GAME: c["counts"] for c in counts}
     record["by_game"] = by_game

@@ -12,6 +12,7 @@ import json
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 
+from ingest.landing.delta.table_scan import scan
 from ingest.ops.refresh_selection import ANY_GAME, SliceReaders
 
 _COLUMNS = ["game_slug", "bronze_version", "slice_to_version", "slice_reader_marks"]
@@ -21,7 +22,7 @@ def carried_marks(slice_table: DeltaTable | None) -> dict[str, int]:
     """reader table -> the bronze version the latest slice carries it to; empty without a slice."""
     if slice_table is None or "slice_reader_marks" not in slice_table.schema().to_arrow().names:
         return {}
-    rows = slice_table.to_pyarrow_dataset().to_table(columns=_COLUMNS)
+    rows = scan(slice_table, _COLUMNS)
     bounds = rows.filter(pc.is_null(rows["bronze_version"]))
     if bounds.num_rows != 1:
         return {}
