@@ -22,6 +22,9 @@ from typing import Any
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from ingest.landing.delta.log_folder import log_folder
+from ingest.landing.delta.table_location import TableLocation, as_location
+
 MARK = "gamelake.bronze_version"
 MARKED_AT = "gamelake.bronze_marked_at"
 READER = "gamelake.reader"
@@ -80,47 +83,47 @@ HANDED_CONF = "spark.gamelake.reader_marks"
 class _Seen:
     table: DeltaTable
     version: int
-    stamp: int | None  # its commit file's mtime: a table dropped and made again has another
+    stamp: object  # its commit file's mtime or ETag: a table dropped and made again has another
     mark: BronzeMark | None
 
 
 @dataclass
 class ReaderMarks:
-    """Every bronze reader's mark under a silver schema directory (``<warehouse>/silver.db``),
-    read from the Delta logs once per refresh cycle and handed to the build's Spark session
-    (spark.gamelake.reader_marks), so no model asks Spark for its own. Tables stay open between
-    cycles: a table whose version did not move keeps the mark read before."""
+    """Every bronze reader's mark under a silver schema directory (``<warehouse>/silver.db``, a
+    folder or an S3 prefix), read from the Delta logs once per refresh cycle and handed to the
+    build's Spark session (spark.gamelake.reader_marks), so no model asks Spark for its own.
+    Tables stay open between cycles: a table whose version did not move keeps the mark read before."""
 
-    silver_dir: Path
+    silver_dir: Path | TableLocation
     schema: str = "silver"
-    _seen: dict[Path, _Seen] = field(default_factory=dict)
+    _seen: dict[str, _Seen] = field(default_factory=dict)
 
     def read(self) -> dict[str, BronzeMark]:
-        paths = sorted(self.silver_dir.glob("*")) if self.silver_dir.is_dir() else []
-        marks = {f"{self.schema}.{path.name}": self._mark(path) for path in paths}
+        silver = as_location(self.silver_dir)
+        marks = {f"{self.schema}.{name}": self._mark(silver.child(name)) for name in silver.child_folders()}
         return {name: mark for name, mark in marks.items() if mark is not None}
 
-    def _mark(self, path: Path) -> BronzeMark | None:
-        seen = self._seen.pop(path, None)
+    def _mark(self, place: TableLocation) -> BronzeMark | None:
+        seen = self._seen.pop(place.name, None)
         try:
-            if seen is not None and _stamp(path, seen.version) == seen.stamp:
+            if seen is not None and _stamp(place, seen.version) == seen.stamp:
                 seen.table.update_incremental()
                 table = seen.table
             else:
-                table = DeltaTable(str(path))
+                table = place.delta_table()
         except (TableNotFoundError, OSError):
             return None  # not a Delta table (yet), or dropped
         version = table.version()
         if seen is not None and seen.table is table and seen.version == version:
             mark = seen.mark
         else:
-            mark = bronze_mark(table, f"{self.schema}.{path.name}")
-        self._seen[path] = _Seen(table, version, _stamp(path, version), mark)
+            mark = bronze_mark(table, f"{self.schema}.{place.name}")
+        self._seen[place.name] = _Seen(table, version, _stamp(place, version), mark)
         return mark
 
     def versions(self) -> dict[str, int]:
         """Each table's Delta version as the last ``read`` found it, marked or not."""
-        return {f"{self.schema}.{path.name}": seen.version for path, seen in self._seen.items()}
+        return {f"{self.schema}.{name}": seen.version for name, seen in self._seen.items()}
 
     def handed(self) -> str:
         """The marks as the build reads them: {"schema.table": [version, marked_at]}. A mark
@@ -131,8 +134,5 @@ class ReaderMarks:
         spark.conf.set(HANDED_CONF, self.handed())
 
 
-def _stamp(path: Path, version: int) -> int | None:
-    try:
-        return (path / "_delta_log" / f"{version:020d}.json").stat().st_mtime_ns
-    except OSError:
-        return None
+def _stamp(place: TableLocation, version: int) -> object:
+    return log_folder(place).identity(f"{version:020d}.json")

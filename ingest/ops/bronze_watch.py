@@ -13,6 +13,7 @@ from typing import Any
 from deltalake import DeltaTable
 
 from ingest.landing.decode.bronze_columns import ROWS_KEY
+from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.ops.bronze_marks import ReaderMarks
 
 ROWS_CONF = "spark.gamelake.bronze_commit_rows"
@@ -25,7 +26,7 @@ ROWS_LOOKBACK = 1000  # bronze commits whose rows the refresh keeps for the slic
 class BronzeWatch:
     """Bronze's Delta version, polled with delta-rs, and when each new version was first seen."""
 
-    path: Path
+    path: Path | TableLocation  # a folder, or a prefix on S3
     readers: ReaderMarks  # bronze's readers, whose marks each build is handed
     seen_at: dict[int, float] = field(default_factory=dict)
     table: DeltaTable | None = None
@@ -33,9 +34,10 @@ class BronzeWatch:
 
     def version(self) -> int | None:
         if self.table is None:
-            if not DeltaTable.is_deltatable(str(self.path)):
+            place = as_location(self.path)
+            if not place.is_delta_table():
                 return None
-            self.table = DeltaTable(str(self.path))
+            self.table = place.delta_table()
         self.table.update_incremental()
         version = self.table.version()
         self.seen_at.setdefault(version, time.time())

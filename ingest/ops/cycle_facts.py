@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ingest.landing.delta.table_location import TableLocation
 from ingest.ops.gold_marks import gold_marks
 from ingest.ops.refresh_selection import SliceReaders
 
@@ -28,7 +29,7 @@ SLICE_FACTS_CONF = "spark.gamelake.slice_facts"
 NONE_HANDED = "{}"
 
 
-def cycle_facts(tables_dir: Path, readers: SliceReaders) -> dict[str, str]:
+def cycle_facts(tables_dir: Path | TableLocation, readers: SliceReaders) -> dict[str, str]:
     """Each conf's JSON for the games ``readers`` says the cycle builds."""
     return {
         GOLD_MARKS_CONF: json.dumps(gold_marks(tables_dir, readers.games_to_build())),
@@ -38,7 +39,7 @@ def cycle_facts(tables_dir: Path, readers: SliceReaders) -> dict[str, str]:
 
 @contextlib.contextmanager
 def handing_cycle_facts(
-    spark: Any, tables_dir: Path, readers: SliceReaders, lock_held: bool
+    spark: Any, tables_dir: Path | TableLocation, readers: SliceReaders, lock_held: bool
 ) -> Iterator[None]:
     """Hand the facts to the builds inside when the caller holds the build lock; cleared after."""
     handed = cycle_facts(tables_dir, readers) if lock_held else {}

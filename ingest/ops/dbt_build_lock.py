@@ -8,6 +8,10 @@ one of two racing takers commit. Python takes it the same way through delta-rs, 
 milliseconds where dbt's on-run-start and on-run-end statements cost seconds a cycle
 (bench/results/build_lock.md). dbt takes over a lock older than its
 ``gamelake_build_lock_minutes`` (a crashed build); a holder given ``stale_after`` does the same.
+
+On S3 the lock holds across hosts: both engines create a Delta version with a conditional put
+(delta-rs' ``conditional_put``, Spark's ConditionalPutLogStore), so of two takers on any hosts
+exactly one commits.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
 from ingest.core.errors import IngestError
+from ingest.landing.delta.table_location import TableLocation, as_location
+from ingest.landing.delta.table_scan import scan
 
 LOCK_TABLE = Path("silver.db") / "gamelake_build_lock"
 RELEASE = "`dbt run-operation gamelake_release_build_lock --args '{force: true}'`"
@@ -39,21 +45,29 @@ def new_holder(job: str) -> str:
 
 @contextlib.contextmanager
 def holding_build_lock(
-    tables_dir: Path, job: str, holder: str | None = None, stale_after: dt.timedelta | None = None
+    tables_dir: Path | TableLocation,
+    job: str,
+    holder: str | None = None,
+    stale_after: dt.timedelta | None = None,
 ) -> Iterator[None]:
     """Hold the lock as ``holder`` (a new one of ``job``'s by default); refuses, naming the holder,
     while another holds it. A lock older than ``stale_after`` is taken over. A project no build
     has run in has no lock table, and nothing of dbt's to protect yet."""
-    path = tables_dir / LOCK_TABLE
-    if not DeltaTable.is_deltatable(str(path)):
+    lock = lock_table(tables_dir)
+    if not lock.is_delta_table():
         yield
         return
     holder = holder or new_holder(job)
-    _take(DeltaTable(str(path)), holder, job, stale_after)
+    _take(lock.delta_table(), holder, job, stale_after)
     try:
         yield
     finally:
-        DeltaTable(str(path)).delete(f"holder = '{holder}'")
+        lock.delta_table().delete(f"holder = '{holder}'")
+
+
+def lock_table(tables_dir: Path | TableLocation) -> TableLocation:
+    """The lock's table under dbt's tables (a folder, or a prefix on S3)."""
+    return as_location(tables_dir).child(LOCK_TABLE.as_posix())
 
 
 def _take(table: DeltaTable, holder: str, job: str, stale_after: dt.timedelta | None) -> None:
@@ -69,7 +83,7 @@ def _take(table: DeltaTable, holder: str, job: str, stale_after: dt.timedelta | 
         merging = merging.when_matched_update(columns, predicate="held.taken_at < wanted.stale_before")
         merging.when_not_matched_insert(columns).execute()
     table.update_incremental()
-    held = table.to_pyarrow_table(filters=[("name", "=", "build")]).to_pylist()
+    held = scan(table, where="\"name\" = 'build'").to_pylist()
     if not held or held[0]["holder"] != holder:
         raise BuildLockHeld(_held_by_another(held[0] if held else None, job))
 

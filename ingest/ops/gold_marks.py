@@ -20,6 +20,8 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from ingest.games.layout import GOLD_KINDS, gold_table
+from ingest.landing.delta.table_location import TableLocation, as_location
+from ingest.landing.delta.table_scan import scan
 
 MARK_COLUMN = "silver_version"
 
@@ -34,18 +36,18 @@ class GoldReader:
 def silver_version_mark(table: DeltaTable) -> int | None:
     if MARK_COLUMN not in table.schema().to_arrow().names:
         return None  # built before gold kept its mark
-    column = table.to_pyarrow_dataset().to_table(columns=[MARK_COLUMN]).column(0)
+    column = scan(table, [MARK_COLUMN]).column(0)
     return pc.max(column).as_py()
 
 
-def gold_readers(tables_dir: Path, slug: str) -> list[GoldReader]:
+def gold_readers(tables_dir: Path | TableLocation, slug: str) -> list[GoldReader]:
     """The gold tables of game ``slug`` that have been built (``gold.db/gold_<slug>_<kind>``)."""
     found = []
     for kind in GOLD_KINDS:
-        path = tables_dir / "gold.db" / gold_table(slug, kind)
-        if DeltaTable.is_deltatable(str(path)):
-            table = DeltaTable(str(path))
-            found.append(GoldReader(f"gold.{path.name}", table, silver_version_mark(table)))
+        place = as_location(tables_dir).child(f"gold.db/{gold_table(slug, kind)}")
+        if place.is_delta_table():
+            table = place.delta_table()
+            found.append(GoldReader(f"gold.{place.name}", table, silver_version_mark(table)))
     return found
 
 
@@ -55,7 +57,7 @@ def move_gold_mark(gold: GoldReader, to: int) -> None:
         gold.table.update(updates={MARK_COLUMN: str(to)}, predicate=f"{MARK_COLUMN} = {gold.mark}")
 
 
-def gold_marks(tables_dir: Path, slugs: list[str]) -> dict[str, int]:
+def gold_marks(tables_dir: Path | TableLocation, slugs: list[str]) -> dict[str, int]:
     """The marks of games ``slugs``' built gold tables, by ``schema.table``; a table without one
     (empty, or built before gold kept its mark) is left out, and its build asks Spark."""
     return {

@@ -35,6 +35,7 @@ from deltalake import DeltaTable
 
 from ingest.core.identifiers import validate_slug
 from ingest.games.layout import GOLD_KINDS, gold_table, silver_table
+from ingest.landing.delta.table_location import TableLocation, as_location
 
 # About 1M rows of demo events (56 bytes a row in silver): a day's partition keeps a few files,
 # and its reads keep both cores (one file of a 3.2M-row day once made the anti-join slower than
@@ -88,11 +89,13 @@ class DueCompaction:
     small_files: int
 
 
-def upkeep_written(spark: Any, tables_dir: Path, written: Written, policy: UpkeepPolicy) -> UpkeepDone:
+def upkeep_written(
+    spark: Any, tables_dir: Path | TableLocation, written: Written, policy: UpkeepPolicy
+) -> UpkeepDone:
     """Compact and vacuum what ``written`` says a build wrote; the caller holds the build lock."""
-    done = UpkeepDone()
-    paths = [(name, tables_dir / name.replace(".", ".db/", 1)) for name in _names(spark, written)]
-    tables = {name: DeltaTable(str(path)) for name, path in paths if DeltaTable.is_deltatable(str(path))}
+    done, root = UpkeepDone(), as_location(tables_dir)
+    places = [(name, root.child(name.replace(".", ".db/", 1))) for name in _names(spark, written)]
+    tables = {name: place.delta_table() for name, place in places if place.is_delta_table()}
     done.tables = len(tables)
     if policy.compact_files:
         due = [

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from deltalake import DeltaTable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from ingest.core.errors import ConfigError, IngestError
@@ -39,12 +38,13 @@ from ingest.core.logs.setup import add_log_format_argument, configure_logging
 from ingest.core.metrics.history import Kind, MetricHistory, Panel
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.core.stop_signals import stop_on_signals
+from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, classes_compiled, interpreted, set_mode
 from ingest.ops.cycle_facts import handing_cycle_facts
-from ingest.ops.dbt_build_lock import LOCK_TABLE, BuildLockHeld, holding_build_lock, new_holder
+from ingest.ops.dbt_build_lock import BuildLockHeld, holding_build_lock, lock_table, new_holder
 from ingest.ops.lakehouse_upkeep import (
     DEFAULT_COMPACT_FILES,
     DEFAULT_VACUUM_HOURS,
@@ -157,12 +157,12 @@ HOLDER = new_holder("refresh")
 
 
 @contextlib.contextmanager
-def cycle_lock(tables_dir: Path) -> Iterator[dict[str, str]]:
+def cycle_lock(tables_dir: Path | TableLocation) -> Iterator[dict[str, str]]:
     """dbt's build lock, taken once for a cycle's two invocations with delta-rs, where dbt's own
     hooks would take and release it in each at a MERGE and a DELETE apiece
     (bench/results/build_lock.md). Yields the var that tells the hooks the caller holds it; none
     before a first build has made the lock's table, when dbt's hooks take it themselves."""
-    if not DeltaTable.is_deltatable(str(tables_dir / LOCK_TABLE)):
+    if not lock_table(tables_dir).is_delta_table():
         yield {}
         return
     with holding_build_lock(tables_dir, "refresh", HOLDER, stale_after=_lock_stale_after()):
@@ -176,7 +176,11 @@ def _lock_stale_after() -> dt.timedelta:
 
 
 def _build(
-    spark: Any, tables_dir: Path, bounds: dict[str, int], whole: bool, upkeep: UpkeepPolicy | None
+    spark: Any,
+    tables_dir: Path | TableLocation,
+    bounds: dict[str, int],
+    whole: bool,
+    upkeep: UpkeepPolicy | None,
 ) -> bool:
     """The whole project, or the slice and then only the games with rows in it (refresh_selection),
     then the upkeep of what a good build wrote (lakehouse_upkeep), under one build lock."""
@@ -191,7 +195,7 @@ def _build(
         return False
 
 
-def _upkeep(spark: Any, tables_dir: Path, written: Written, policy: UpkeepPolicy) -> None:
+def _upkeep(spark: Any, tables_dir: Path | TableLocation, written: Written, policy: UpkeepPolicy) -> None:
     done = upkeep_written(spark, tables_dir, written, policy)
     log.info(
         "refresh: upkeep of %d tables: compacted %s (%d files, %.1f s), vacuumed %d files (%.2f s)",
@@ -211,7 +215,9 @@ def _upkeep(spark: Any, tables_dir: Path, written: Written, policy: UpkeepPolicy
     )
 
 
-def _build_locked(spark: Any, tables_dir: Path, given_vars: dict[str, Any], whole: bool) -> Written | None:
+def _build_locked(
+    spark: Any, tables_dir: Path | TableLocation, given_vars: dict[str, Any], whole: bool
+) -> Written | None:
     given = {name: value for name, value in given_vars.items() if value}
     bound = ["--vars", json.dumps(given)] if given else []
     if whole:
@@ -266,7 +272,7 @@ def build_once(
         watch.hand_rows_to(spark)
     watch.hand_versions_to(spark)  # marks and versions, read once from the Delta logs
     bounds = {"gamelake_slice_max_versions": max_versions, "gamelake_slice_max_rows": max_rows}
-    ok = _build(spark, watch.readers.silver_dir.parent, bounds, whole, upkeep)
+    ok = _build(spark, as_location(watch.readers.silver_dir).parent, bounds, whole, upkeep)
     took = time.monotonic() - started
     BUILD_SECONDS.observe(took)
     BUILDS.labels("ok" if ok else "failed").inc()
@@ -352,11 +358,6 @@ def _refresh(args: argparse.Namespace) -> int:
     from ingest.core.spark.session import local_session, spark_settings
 
     configure_logging(logging.INFO, args.log_format or "auto")
-    if lakehouse_uri() is not None:
-        raise ConfigError(
-            "ingest refresh watches bronze on local disk only, and GAMELAKE_INGEST_WAREHOUSE_URI puts it "
-            "on S3: run `ingest dbt-build` (or `dbt build`) there instead"
-        )
     if args.compact_files < 0:
         raise ConfigError(
             f"--compact-files {args.compact_files}: give a number of files, or 0 for no compaction"
@@ -372,11 +373,13 @@ def _refresh(args: argparse.Namespace) -> int:
     ):
         if value < 0:
             raise ConfigError(f"{flag} {value}: give a number of {unit}, or 0 for no bound")
-    # the bronze dbt registers as its source (GAMELAKE_BRONZE_PATH, else under the warehouse)
-    conf = spark_settings()
-    readers = ReaderMarks(Path(conf["spark.sql.warehouse.dir"]) / "silver.db")
-    watch = BronzeWatch(Path(conf["spark.gamelake.bronze.path"]), readers)
-    spark = local_session()
+    # the bronze dbt registers as its source (GAMELAKE_BRONZE_PATH, else under the warehouse), on
+    # local disk or on S3 (GAMELAKE_INGEST_WAREHOUSE_URI)
+    lakehouse = lakehouse_uri()
+    conf = spark_settings(lakehouse=lakehouse)
+    readers = ReaderMarks(TableLocation.of(conf["spark.sql.warehouse.dir"]).child("silver.db"))
+    watch = BronzeWatch(TableLocation.of(conf["spark.gamelake.bronze.path"]), readers)
+    spark = local_session(lakehouse=lakehouse)
     if not _dbt("seed"):
         raise IngestError("`dbt seed` failed (see its output above)")
     if not args.continuous:

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pytest
 
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.delta.table_location import TableLocation
 
 DBT_PROJECT_FILES = [
     "dbt_project.yml",
@@ -110,17 +111,33 @@ def copy_project(target: Path) -> Path:
 
 @dataclass(frozen=True)
 class RefreshPlace:
-    """Where a test's `ingest refresh` process runs: its project, warehouse, bronze and environment."""
+    """Where a test's `ingest refresh` process runs: its project, its warehouse (on a local disk,
+    the Derby metastore's too), bronze and dbt's tables (local, or on S3), and its environment."""
 
     project: Path
     warehouse: Path
-    bronze: Path
+    bronze: TableLocation
+    tables: TableLocation  # dbt's: <schema>.db/<table> under it
     env: dict[str, str]
 
+    def append_to_bronze(self, rows: pa.Table) -> None:
+        from deltalake import write_deltalake
 
-def refresh_place(root: Path, games: dict[str, bool], bronze_schema: pa.Schema) -> RefreshPlace:
+        write_deltalake(
+            self.bronze.uri, rows, mode="append", storage_options=self.bronze.storage_options or None
+        )
+
+    def table(self, name: str) -> TableLocation:
+        """dbt's table ``schema.name``."""
+        return self.tables.child(name.replace(".", ".db/", 1))
+
+
+def refresh_place(
+    root: Path, games: dict[str, bool], bronze_schema: pa.Schema, lakehouse: str | None = None
+) -> RefreshPlace:
     """A private project with ``games``' models generated, and an empty bronze table (written as
-    the ingest writes it) in a warehouse of its own, under ``root``."""
+    the ingest writes it) in a warehouse of its own, under ``root``, or on S3 under ``lakehouse``
+    (``s3://bucket/prefix``, reached with this process's AWS variables)."""
     from ingest.games import model_files
     from ingest.landing.delta.bronze_writer import CHANGE_DATA_FEED
     from ingest.landing.delta.tables import ensure_table
@@ -130,11 +147,20 @@ def refresh_place(root: Path, games: dict[str, bool], bronze_schema: pa.Schema) 
     model_files.sync(project)
     (project / ".cache").symlink_to(PROJECT_DIR / ".cache")  # the Delta jars
     warehouse = root / "warehouse"
-    bronze = warehouse / "bronze" / "game_events"
-    ensure_table(bronze, bronze_schema, ["event_date"], "game_events", CHANGE_DATA_FEED)
     env = {**os.environ, "GAMELAKE_HOME": str(project), "GAMELAKE_WAREHOUSE_DIR": str(warehouse)}
     env.pop("GAMELAKE_BRONZE_PATH", None)
-    return RefreshPlace(project, warehouse, bronze, env)
+    if lakehouse is None:
+        env.pop("GAMELAKE_INGEST_WAREHOUSE_URI", None)
+        bronze, tables = (
+            TableLocation.of(warehouse / "bronze" / "game_events"),
+            TableLocation.of(warehouse / "spark"),
+        )
+    else:
+        env["GAMELAKE_INGEST_WAREHOUSE_URI"] = lakehouse
+        bronze = TableLocation.of(f"{lakehouse}/bronze/game_events")
+        tables = TableLocation.of(f"{lakehouse}/spark-warehouse")
+    ensure_table(bronze, bronze_schema, ["event_date"], "game_events", CHANGE_DATA_FEED)
+    return RefreshPlace(project, warehouse, bronze, tables, env)
 
 
 def write_seed(project: Path, games: dict[str, bool]) -> None:

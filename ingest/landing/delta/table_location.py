@@ -52,6 +52,25 @@ class TableLocation:
         return TableLocation(f"{self.uri.rstrip('/')}/{name}", self.storage_options, self.access)
 
     @property
+    def parent(self) -> TableLocation:
+        return TableLocation(self.uri.rstrip("/").rsplit("/", 1)[0], self.storage_options, self.access)
+
+    @property
+    def name(self) -> str:
+        return self.uri.rstrip("/").rsplit("/", 1)[-1]
+
+    def child_folders(self) -> list[str]:
+        """The names of the folders (on S3, the key prefixes) directly under this one, sorted."""
+        if self.is_local:
+            folder = self.local_path
+            return sorted(path.name for path in folder.iterdir() if path.is_dir()) if folder.is_dir() else []
+        pages = self.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=self.key(""), Delimiter="/"
+        )
+        prefixes = [entry["Prefix"] for page in pages for entry in page.get("CommonPrefixes", [])]
+        return sorted(prefix.rstrip("/").rsplit("/", 1)[-1] for prefix in prefixes)
+
+    @property
     def bucket(self) -> str:
         return self.uri.split("://", 1)[1].split("/", 1)[0]
 
