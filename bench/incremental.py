@@ -106,7 +106,7 @@ def _bronze_rows(spark: Any, start: int, count: int, games: list[str], days: flo
     ).selectExpr("*", "to_date(event_timestamp) as event_date")
 
 
-def _land(spark: Any, bronze: Path, frame: Any) -> None:
+def _land(spark: Any, bronze: Path | str, frame: Any) -> None:
     frame.write.format("delta").mode("append").partitionBy("event_date").save(str(bronze))
 
 
