@@ -83,6 +83,7 @@ def _side(storage: str, args: argparse.Namespace) -> dict[str, object]:
         os.environ["GAMELAKE_INGEST_WAREHOUSE_URI"] = lake
     games = STOCK_GAMES[: args.games]
     windows: list[tuple[dt.datetime, dt.datetime, float]] = []
+    compacted: list[int] = []  # tables the upkeep compacted after each counted cycle
     try:
         project = root / "project"
         project.mkdir()
@@ -107,9 +108,10 @@ def _side(storage: str, args: argparse.Namespace) -> dict[str, object]:
             next_id += args.new
             time.sleep(1.5)  # the landing's last requests stay out of the window
             start = dt.datetime.now(dt.UTC)
-            took, _, _ = _cycle(runner, spark, None, "refresh", watch, args.new)
+            took, _, upkeep = _cycle(runner, spark, None, "refresh", watch, args.new)
             if cycle:
                 windows.append((start, dt.datetime.now(dt.UTC), took))
+                compacted.append(len(upkeep.compacted) if upkeep else 0)
             print(f"{storage}, cycle {cycle}: {took:.1f} s", file=sys.stderr, flush=True)
         spark.stop()
         time.sleep(1.5)
@@ -122,6 +124,7 @@ def _side(storage: str, args: argparse.Namespace) -> dict[str, object]:
         per_cycle.update(kind for at, kind in logged if start <= at <= end)
     return {
         "cycle_s": [round(took, 1) for _, _, took in windows],
+        "compacted": compacted,
         "requests": {kind: round(n / len(windows), 1) for kind, n in sorted(per_cycle.items())},
     }
 

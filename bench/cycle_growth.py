@@ -1,0 +1,69 @@
+"""Does a warm refresh cycle grow as its tables age? Early against late cycles of one run.
+
+    python -m bench.cycle_growth [--games 5] [--cycles 40] [--new 6000] [--history 30000]
+
+On a fresh private lakehouse on the local disk (``bench.refresh_requests``'s side, in a process
+and Spark JVM of its own), ``--cycles`` refresh cycles run back to back as ``ingest refresh
+--continuous`` runs them, each after a landing of ``--new`` events of every game, all on today's
+date: so today's partitions, the tables' logs and gold's history grow as they do through a day,
+with the refresh's upkeep compacting and vacuuming what is due. Both sides of the ratio come
+from the same run: the median of the first fifth of the cycles against that of the last fifth.
+Each block of ten cycles is listed with its median and the compactions in it.
+Results: bench/results/refresh_profile.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+from bench.results_file import append_section
+from ingest.core.settings.paths import PROJECT_DIR
+
+RESULTS = PROJECT_DIR / "bench" / "results" / "refresh_profile.md"
+BLOCK = 10
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="bench.cycle_growth")
+    parser.add_argument("--games", type=int, default=5)
+    parser.add_argument("--cycles", type=int, default=40)
+    parser.add_argument("--new", type=int, default=6000)
+    parser.add_argument("--history", type=int, default=30_000)
+    args = parser.parse_args()
+    settings = [f"--{name}={value}" for name, value in vars(args).items()]
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.refresh_requests", *settings, "--side", "local disk"],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    side = json.loads(done.stdout.strip().splitlines()[-1])
+    cycles, compacted = side["cycle_s"], side["compacted"]
+    fifth = max(len(cycles) // 5, 1)
+    first, last = statistics.median(cycles[:fifth]), statistics.median(cycles[-fifth:])
+    body = [
+        f"- settings: {vars(args)}; a fresh lakehouse on the local disk, all new events on today's date",
+        f"- median cycle, first {fifth} against last {fifth}: {first:.1f} s against {last:.1f} s: "
+        f"{last / first:.2f}x",
+        "",
+        "| cycles | median s | max s | compactions |",
+        "|---|---:|---:|---:|",
+    ]
+    for at in range(0, len(cycles), BLOCK):
+        block = cycles[at : at + BLOCK]
+        body.append(
+            f"| {at + 1}-{at + len(block)} | {statistics.median(block):.1f} | {max(block):.1f} "
+            f"| {sum(compacted[at : at + BLOCK])} |"
+        )
+    body.append(f"\n- every cycle, s: {cycles}")
+    print("\n".join(body))
+    append_section(RESULTS, "A warm cycle against its tables' age, one run", body)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
