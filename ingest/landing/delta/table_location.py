@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from deltalake import DeltaTable
 
@@ -33,6 +34,8 @@ class TableLocation:
     def of(cls, place: Path | str) -> TableLocation:
         """A local folder, or an ``s3://`` URI reached with the standard AWS settings."""
         text = str(place)
+        if text.startswith("file:"):  # as Spark qualifies a local path: file:/x or file:///x
+            text = unquote(urlparse(text).path)
         if not is_object_storage(text):
             return cls(str(Path(text).absolute()))
         access = s3_access(text)
