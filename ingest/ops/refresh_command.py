@@ -416,7 +416,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="dbt seed, then dbt build on the local target. --continuous keeps one warm Spark "
         "session and builds whenever bronze has a new Delta version, at most once per --min-interval "
         "seconds, until SIGTERM or SIGINT (the build in progress finishes first). After its first "
-        "build, only the games with new rows in bronze are built.",
+        "build, only the games with new rows in bronze are built. With GAMELAKE_INGEST_WAREHOUSE_URI set "
+        "(s3://bucket/prefix), bronze and silver and gold are read and written there.",
     )
     parser.add_argument("--continuous", action="store_true", help="keep building as bronze grows")
     parser.add_argument(
