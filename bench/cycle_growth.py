@@ -6,9 +6,10 @@ On a fresh private lakehouse on the local disk (``bench.refresh_requests``'s sid
 and Spark JVM of its own), ``--cycles`` refresh cycles run back to back as ``ingest refresh
 --continuous`` runs them, each after a landing of ``--new`` events of every game, all on today's
 date: so today's partitions, the tables' logs and gold's history grow as they do through a day,
-with the refresh's upkeep compacting and vacuuming what is due. Both sides of the ratio come
+with the refresh's upkeep compacting, vacuuming and checkpointing what is due. Both sides of the ratio come
 from the same run: the median of the first fifth of the cycles against that of the last fifth.
-Each block of ten cycles is listed with its median and the compactions in it.
+Each block of ten cycles is listed with its median, its slowest, and the compactions and
+checkpoints the upkeep made in it.
 Results: bench/results/refresh_profile.md.
 """
 
@@ -42,22 +43,24 @@ def main() -> int:
         check=True,
     )
     side = json.loads(done.stdout.strip().splitlines()[-1])
-    cycles, compacted = side["cycle_s"], side["compacted"]
+    cycles, compacted, checkpointed = side["cycle_s"], side["compacted"], side["checkpointed"]
     fifth = max(len(cycles) // 5, 1)
     first, last = statistics.median(cycles[:fifth]), statistics.median(cycles[-fifth:])
     body = [
         f"- settings: {vars(args)}; a fresh lakehouse on the local disk, all new events on today's date",
         f"- median cycle, first {fifth} against last {fifth}: {first:.1f} s against {last:.1f} s: "
         f"{last / first:.2f}x",
+        f"- slowest cycle against the median of all: {max(cycles):.1f} s against "
+        f"{statistics.median(cycles):.1f} s: {max(cycles) / statistics.median(cycles):.2f}x",
         "",
-        "| cycles | median s | max s | compactions |",
-        "|---|---:|---:|---:|",
+        "| cycles | median s | max s | compactions | checkpoints (upkeep) |",
+        "|---|---:|---:|---:|---:|",
     ]
     for at in range(0, len(cycles), BLOCK):
         block = cycles[at : at + BLOCK]
         body.append(
             f"| {at + 1}-{at + len(block)} | {statistics.median(block):.1f} | {max(block):.1f} "
-            f"| {sum(compacted[at : at + BLOCK])} |"
+            f"| {sum(compacted[at : at + BLOCK])} | {sum(checkpointed[at : at + BLOCK])} |"
         )
     body.append(f"\n- every cycle, s: {cycles}")
     print("\n".join(body))

@@ -84,6 +84,7 @@ def _side(storage: str, args: argparse.Namespace) -> dict[str, object]:
     games = STOCK_GAMES[: args.games]
     windows: list[tuple[dt.datetime, dt.datetime, float]] = []
     compacted: list[int] = []  # tables the upkeep compacted after each counted cycle
+    checkpointed: list[int] = []  # tables the upkeep checkpointed after each counted cycle
     try:
         project = root / "project"
         project.mkdir()
@@ -112,6 +113,7 @@ def _side(storage: str, args: argparse.Namespace) -> dict[str, object]:
             if cycle:
                 windows.append((start, dt.datetime.now(dt.UTC), took))
                 compacted.append(len(upkeep.compacted) if upkeep else 0)
+                checkpointed.append(len(upkeep.checkpointed) if upkeep else 0)
             print(f"{storage}, cycle {cycle}: {took:.1f} s", file=sys.stderr, flush=True)
         spark.stop()
         time.sleep(1.5)
@@ -125,6 +127,7 @@ def _side(storage: str, args: argparse.Namespace) -> dict[str, object]:
     return {
         "cycle_s": [round(took, 1) for _, _, took in windows],
         "compacted": compacted,
+        "checkpointed": checkpointed,
         "requests": {kind: round(n / len(windows), 1) for kind, n in sorted(per_cycle.items())},
     }
 

@@ -1,5 +1,6 @@
-"""Upkeep of the tables dbt builds (each game's silver and gold, the quarantine): compaction
-and vacuum of the tables a continuous refresh cycle wrote, in the same hold of the build lock.
+"""Upkeep of the tables dbt builds (each game's silver and gold, the quarantine, the slice):
+compaction, vacuum and checkpoints of the tables a continuous refresh cycle wrote, in the same
+hold of the build lock.
 
 Without it, every cycle leaves a small file in each silver partition it wrote, and every gold
 MERGE leaves behind the whole file it replaced. Today's silver partition grows by a file a
@@ -19,6 +20,11 @@ the compactions that are due (bench/results/upkeep_cost.md: a Spark OPTIMIZE or 
 - delta-rs vacuums the files the log removed more than ``vacuum_hours`` ago, when there are any
   (a table with none gets no commit). Gold reads silver's change feed from its own mark, and the
   feed needs the files of those versions, so ``vacuum_hours`` is how far gold may trail silver.
+  The slice (``stg_bronze__new_events``), replaced whole every cycle and read only by the
+  cycle that built it, is vacuumed in full mode after ``SLICE_VACUUM_HOURS``: before, every
+  cycle left its files on storage for ever.
+- delta-rs checkpoints the tables that ``checkpoint_commits`` commits have followed, a few a
+  cycle (ingest/ops/lakehouse_checkpoints.py).
 """
 
 from __future__ import annotations
@@ -36,6 +42,14 @@ from deltalake import DeltaTable
 from ingest.core.identifiers import validate_slug
 from ingest.games.layout import GOLD_KINDS, gold_table, silver_table
 from ingest.landing.delta.table_location import TableLocation, as_location
+from ingest.ops.lakehouse_checkpoints import (
+    DEFAULT_CHECKPOINT_COMMITS,
+    adopt_interval,
+    checkpoint,
+    commits_behind,
+    due_checkpoints,
+)
+from ingest.ops.refresh_selection import SLICE
 
 # About 1M rows of demo events (56 bytes a row in silver): a day's partition keeps a few files,
 # and its reads keep both cores (one file of a 3.2M-row day once made the anti-join slower than
@@ -44,6 +58,7 @@ FILE_BYTES = 64 * 1024 * 1024
 SMALL_BYTES = FILE_BYTES // 2
 PARTITION = "partition.event_date"
 QUARANTINE = "silver_quarantine"
+SLICE_VACUUM_HOURS = 1  # a reader of the slice's older versions outlives its cycle by far less
 ALL_GAMES = "*"
 DEFAULT_COMPACT_FILES = 30  # small files a partition holds before it is compacted
 DEFAULT_VACUUM_HOURS = 168  # Delta's own default retention
@@ -70,6 +85,7 @@ EVERYTHING = Written((ALL_GAMES,), quarantine=True)
 class UpkeepPolicy:
     compact_files: int = DEFAULT_COMPACT_FILES  # 0: never compact
     vacuum_hours: int = DEFAULT_VACUUM_HOURS
+    checkpoint_commits: int = DEFAULT_CHECKPOINT_COMMITS  # 0: leave checkpoints to Spark
 
 
 @dataclass
@@ -78,8 +94,11 @@ class UpkeepDone:
     compacted: list[str] = field(default_factory=list)
     files_packed: int = 0
     files_vacuumed: int = 0
+    checkpointed: list[str] = field(default_factory=list)
+    intervals_set: list[str] = field(default_factory=list)  # tables built before the upkeep's checkpoints
     compact_seconds: float = 0.0
     vacuum_seconds: float = 0.0
+    checkpoint_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -92,26 +111,44 @@ class DueCompaction:
 def upkeep_written(
     spark: Any, tables_dir: Path | TableLocation, written: Written, policy: UpkeepPolicy
 ) -> UpkeepDone:
-    """Compact and vacuum what ``written`` says a build wrote; the caller holds the build lock."""
+    """Compact, vacuum and checkpoint what ``written`` says a build wrote, and the slice every
+    good build writes; the caller holds the build lock."""
     done, root = UpkeepDone(), as_location(tables_dir)
-    places = [(name, root.child(name.replace(".", ".db/", 1))) for name in _names(spark, written)]
-    tables = {name: place.delta_table() for name, place in places if place.is_delta_table()}
+    places = {name: _place(root, name) for name in [*_names(spark, written), SLICE]}
+    tables = {name: place.delta_table() for name, place in places.items() if place.is_delta_table()}
+    slice_table = tables.pop(SLICE, None)
     done.tables = len(tables)
     if policy.compact_files:
-        due = [
-            d for name, table in tables.items() if (d := due_compaction(name, table, policy.compact_files))
-        ]
-        started = time.monotonic()
-        for chosen in sorted(due, key=lambda d: -d.small_files)[: compactions_per_cycle(len(tables), policy)]:
-            done.files_packed += compact(spark, chosen)
-            done.compacted.append(chosen.table)
-            tables[chosen.table].update_incremental()  # to the compaction's commit, for the vacuum
-        done.compact_seconds = time.monotonic() - started
+        _compact_due(spark, tables, policy, done)
     started = time.monotonic()
     for table in tables.values():
         done.files_vacuumed += vacuum(table, policy.vacuum_hours)
+    if slice_table is not None:
+        done.files_vacuumed += vacuum(slice_table, min(policy.vacuum_hours, SLICE_VACUUM_HOURS), full=True)
+        tables[SLICE] = slice_table
     done.vacuum_seconds = time.monotonic() - started
+    if policy.checkpoint_commits:
+        started = time.monotonic()
+        done.intervals_set = [name for name, table in tables.items() if adopt_interval(spark, name, table)]
+        behind = [commits_behind(name, places[name], table) for name, table in tables.items()]
+        due = due_checkpoints(behind, policy.checkpoint_commits)
+        done.checkpointed = [name for name in due if checkpoint(name, tables[name])]
+        done.checkpoint_seconds = time.monotonic() - started
     return done
+
+
+def _place(root: TableLocation, name: str) -> TableLocation:
+    return root.child(name.replace(".", ".db/", 1))
+
+
+def _compact_due(spark: Any, tables: dict[str, DeltaTable], policy: UpkeepPolicy, done: UpkeepDone) -> None:
+    due = [d for name, table in tables.items() if (d := due_compaction(name, table, policy.compact_files))]
+    started = time.monotonic()
+    for chosen in sorted(due, key=lambda d: -d.small_files)[: compactions_per_cycle(len(tables), policy)]:
+        done.files_packed += compact(spark, chosen)
+        done.compacted.append(chosen.table)
+        tables[chosen.table].update_incremental()  # to the compaction's commit, for the vacuum
+    done.compact_seconds = time.monotonic() - started
 
 
 def compactions_per_cycle(tables: int, policy: UpkeepPolicy) -> int:
@@ -154,12 +191,15 @@ def compact(spark: Any, due: DueCompaction) -> int:
     return int(metrics["numFilesRemoved"])
 
 
-def vacuum(table: DeltaTable, hours: int) -> int:
-    """delta-rs' vacuum of the files removed more than ``hours`` ago; no commit when none are."""
-    expired = table.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False)
+def vacuum(table: DeltaTable, hours: int, full: bool = False) -> int:
+    """delta-rs' vacuum of the files removed more than ``hours`` ago, or with ``full`` of every
+    file the table does not reference that is that old; no commit when none are."""
+    expired = table.vacuum(retention_hours=hours, dry_run=True, enforce_retention_duration=False, full=full)
     if not expired:
         return 0
-    return len(table.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False))
+    return len(
+        table.vacuum(retention_hours=hours, dry_run=False, enforce_retention_duration=False, full=full)
+    )
 
 
 def _compaction_conf() -> dict[str, str]:

@@ -45,6 +45,7 @@ from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, classes_compiled, interpreted, set_mode
 from ingest.ops.cycle_facts import handing_cycle_facts
 from ingest.ops.dbt_build_lock import BuildLockHeld, holding_build_lock, lock_table, new_holder
+from ingest.ops.lakehouse_checkpoints import DEFAULT_CHECKPOINT_COMMITS, SPARK_INTERVAL
 from ingest.ops.lakehouse_upkeep import (
     DEFAULT_COMPACT_FILES,
     DEFAULT_VACUUM_HOURS,
@@ -198,19 +199,24 @@ def _build(
 def _upkeep(spark: Any, tables_dir: Path | TableLocation, written: Written, policy: UpkeepPolicy) -> None:
     done = upkeep_written(spark, tables_dir, written, policy)
     log.info(
-        "refresh: upkeep of %d tables: compacted %s (%d files, %.1f s), vacuumed %d files (%.2f s)",
+        "refresh: upkeep of %d tables: compacted %s (%d files, %.1f s), vacuumed %d files (%.2f s),"
+        " checkpointed %s (%.2f s)",
         done.tables,
         " ".join(done.compacted) or "none",
         done.files_packed,
         done.compact_seconds,
         done.files_vacuumed,
         done.vacuum_seconds,
+        " ".join(done.checkpointed) or "none",
+        done.checkpoint_seconds,
         extra={
             "event": "refresh_upkeep",
             "compacted": done.compacted,
             "compact_seconds": round(done.compact_seconds, 2),
             "files_vacuumed": done.files_vacuumed,
             "vacuum_seconds": round(done.vacuum_seconds, 2),
+            "checkpointed": done.checkpointed,
+            "checkpoint_seconds": round(done.checkpoint_seconds, 2),
         },
     )
 
@@ -364,6 +370,11 @@ def _refresh(args: argparse.Namespace) -> int:
         )
     if args.vacuum_hours < 0:
         raise ConfigError(f"--vacuum-hours {args.vacuum_hours}: give a number of hours, 0 or more")
+    if args.checkpoint_commits < 0:
+        raise ConfigError(
+            f"--checkpoint-commits {args.checkpoint_commits}: give a number of commits, or 0 to leave"
+            " checkpoints to Spark"
+        )
     if args.min_interval < 0:
         raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
     for flag, value, unit in (
@@ -401,7 +412,7 @@ def _refresh(args: argparse.Namespace) -> int:
         history.start()
     try:
         pacing = BuildPacing(args.min_interval, args.max_versions_per_build, args.max_rows_per_build)
-        upkeep = UpkeepPolicy(args.compact_files, args.vacuum_hours)
+        upkeep = UpkeepPolicy(args.compact_files, args.vacuum_hours, args.checkpoint_commits)
         return run_continuously(spark, watch, pacing, args.interpreted_below_rows, upkeep)
     finally:
         if server is not None:
@@ -459,6 +470,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="with --continuous, after a good build delete the files of the tables it wrote that were "
         "removed this many hours ago or more; gold reads silver's change feed from its mark, so no "
         f"gold table may trail its silver longer than this (default {DEFAULT_VACUUM_HOURS})",
+    )
+    parser.add_argument(
+        "--checkpoint-commits",
+        type=int,
+        default=DEFAULT_CHECKPOINT_COMMITS,
+        help="with --continuous, after a good build checkpoint a table it wrote (delta-rs) once this many "
+        "commits have followed its last checkpoint, a few tables a build (0: leave checkpoints to Spark, "
+        f"every {SPARK_INTERVAL}th commit; default {DEFAULT_CHECKPOINT_COMMITS})",
     )
     parser.add_argument(
         "--metrics-port", type=int, default=9109, help="port of the refresh's /metrics (0 disables; 9109)"

@@ -1,18 +1,19 @@
 """The continuous refresh's upkeep of silver and gold (ingest/ops/lakehouse_upkeep.py) on real
-Spark + Delta: after its builds it compacts and vacuums the tables they wrote, and nothing a
-reader relies on moves. Gold, reading silver's change feed across OPTIMIZE commits, stays exact;
-silver's marks are still found; a game without new events is not visited again. It runs with the
-lakehouse on a local disk, and on the local S3 server (bronze and dbt's tables under one
+Spark + Delta: after its builds it compacts, vacuums and checkpoints (with delta-rs) the tables
+they wrote, vacuums the slice, and nothing a reader relies on moves. Gold, reading silver's
+change feed across OPTIMIZE commits, stays exact; silver's marks are still found; a game without
+new events is not visited again. It runs with the lakehouse on a local disk, and on the local S3 server (bronze and dbt's tables under one
 ``s3://`` prefix, as GAMELAKE_INGEST_WAREHOUSE_URI puts them), where the refresh's own reads of
 the Delta logs, its build lock and its vacuum go through delta-rs on S3 and Spark through S3A.
 
 Bronze is written with delta-rs, as the ingest writes it. After the first build the refresh reads
-alpha's batches one bronze version a build, compacting a partition at 2 small files and
-vacuuming at once (0 hours), so each build's upkeep has work.
+alpha's batches one bronze version a build, compacting a partition at 2 small files, vacuuming at
+once (0 hours) and checkpointing every 2 commits, so each build's upkeep has work.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -25,8 +26,11 @@ from typing import Any
 import pytest
 from deltalake import DeltaTable
 
+from ingest.landing.delta.log_folder import log_folder
 from ingest.landing.delta.table_location import TableLocation
 from ingest.ops.bronze_marks import committed_mark
+from ingest.ops.lakehouse_checkpoints import SPARK_INTERVAL
+from ingest.ops.refresh_selection import SLICE
 from tests.integration import dbt_support as support
 from tests.integration.ingest_support import wait_until
 
@@ -53,7 +57,8 @@ def test_the_refresh_compacts_and_vacuums_what_its_builds_wrote(
 
     log_path = tmp_path / "refresh.log"
     command = ["refresh", "--continuous", "--min-interval", "0", "--max-versions-per-build", "1"]
-    command += ["--compact-files", "2", "--vacuum-hours", "0", "--metrics-port", "0"]
+    command += ["--compact-files", "2", "--vacuum-hours", "0", "--checkpoint-commits", "2"]
+    command += ["--metrics-port", "0"]
     upkeeps = lambda: log_path.read_text().count("refresh: upkeep of")  # noqa: E731
     with log_path.open("w") as log:
         refresh = subprocess.Popen(
@@ -106,9 +111,26 @@ def test_the_refresh_compacts_and_vacuums_what_its_builds_wrote(
     # the upkeep's commits did not hide silver's mark from the readers that look for it
     mark = committed_mark(alpha.history(20), "silver.silver_alpha")
     assert mark is not None and mark.version == last, mark
+    # the upkeep, not Spark, checkpointed the tables dbt gave Spark's backstop interval
+    for name in ("silver.silver_alpha", "gold.gold_alpha_player_agg", SLICE):
+        table = place.table(name).delta_table()
+        assert table.metadata().configuration.get("delta.checkpointInterval") == str(SPARK_INTERVAL), name
+        assert _last_checkpoint(place.table(name)) >= 2, f"{name} has no checkpoint of the upkeep's"
+    checkpointed = [
+        line.split("checkpointed ", 1)[1] for line in output.splitlines() if "checkpointed " in line
+    ]
+    assert any("silver.silver_alpha" in names for names in checkpointed), checkpointed
+    # the slice, replaced whole every build, keeps only its live files on storage (full vacuum)
+    slice_ = place.table(SLICE)
+    assert _data_files(slice_) == {_canonical(uri) for uri in slice_.delta_table().file_uris()}
     # quiet, one file a partition and nothing replaced, got no upkeep commit at all
     quiet = place.table("silver.silver_quiet").delta_table()
     assert not set(_operations(quiet)) & {"OPTIMIZE", "VACUUM START", "VACUUM END"}, _operations(quiet)
+
+
+def _last_checkpoint(table: TableLocation) -> int:
+    text = log_folder(table).read_text("_last_checkpoint")
+    return int(json.loads(text)["version"]) if text else -1
 
 
 def _operations(table: DeltaTable) -> Counter[str]:

@@ -84,6 +84,11 @@ def test_a_slug_unsafe_in_sql_never_becomes_a_table_name() -> None:
     [
         ("--vacuum-hours", "-1", "--vacuum-hours -1: give a number of hours, 0 or more"),
         ("--compact-files", "-3", "--compact-files -3: give a number of files, or 0 for no compaction"),
+        (
+            "--checkpoint-commits",
+            "-1",
+            "--checkpoint-commits -1: give a number of commits, or 0 to leave checkpoints to Spark",
+        ),
     ],
 )
 def test_a_negative_upkeep_setting_is_refused_before_spark_starts(

@@ -1,0 +1,96 @@
+"""Checkpoints of the tables a continuous refresh cycle commits to, written by delta-rs in the
+cycle's upkeep, a few tables a cycle.
+
+Spark writes a table's checkpoint inside the commit whose version is a multiple of
+``delta.checkpointInterval``. A refresh cycle commits to each table it builds once, so with
+Spark's default interval (10) the tables of games that receive events together reach those
+versions together, and every tenth cycle paid all their checkpoints at once: about 10 s of a
+30 s cycle at 5 games. In its commit Spark's checkpoint of such a table costs about 1.5 s,
+delta-rs' the same checkpoint 13 ms (bench/results/checkpoint_stagger.md).
+
+So dbt_project.yml raises the interval of silver, gold and the slice to ``SPARK_INTERVAL``,
+which is left as the backstop of builds outside the refresh, and the refresh's upkeep
+checkpoints a table once ``checkpoint_commits`` commits have followed its last checkpoint: the
+furthest behind first, at most ``1 + tables // checkpoint_commits`` a cycle, so tables that
+fall due together are spread over the next cycles and stay spread. Each checkpoint is followed by
+delta-rs' cleanup of the log files older than the table's ``delta.logRetentionDuration`` (Delta's
+default, 30 days), which Spark did after its own checkpoints.
+
+A table created before its model's config named the interval keeps the one it was created with
+(dbt sets table properties only when it creates a table): the upkeep sets it once, a commit that
+changes no data, which the readers of marks and gold's change feed look past.
+
+A checkpoint adds no data and no commit: the readers' marks and gold's change feed read the
+same commits after it. The upkeep holds the build lock, so no build commits to these tables
+meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
+
+from ingest.landing.delta.log_folder import log_folder
+from ingest.landing.delta.table_location import TableLocation
+
+log = logging.getLogger(__name__)
+
+SPARK_INTERVAL = 1000  # dbt_project.yml and the slice's model config name the same number
+INTERVAL = "delta.checkpointInterval"
+DEFAULT_CHECKPOINT_COMMITS = 10  # Spark's own default interval
+
+
+@dataclass(frozen=True)
+class Behind:
+    table: str  # schema.name
+    commits: int  # since its last checkpoint (since its creation when it has none)
+
+
+def commits_behind(name: str, place: TableLocation, table: DeltaTable) -> Behind:
+    """How many commits ``table`` holds after its last checkpoint (``_last_checkpoint``)."""
+    text = log_folder(place).read_text("_last_checkpoint")
+    last = int(json.loads(text)["version"]) if text else 0
+    return Behind(name, table.version() - last)
+
+
+def checkpoints_per_cycle(tables: int, checkpoint_commits: int) -> int:
+    """Enough that tables committing once a cycle are each checkpointed every
+    ``checkpoint_commits`` cycles, and at least one."""
+    return 1 + tables // max(checkpoint_commits, 1)
+
+
+def due_checkpoints(behind: list[Behind], checkpoint_commits: int) -> list[str]:
+    """The tables to checkpoint this cycle: ``checkpoint_commits`` or more commits behind, the
+    furthest first, at most ``checkpoints_per_cycle``."""
+    due = sorted((b for b in behind if b.commits >= checkpoint_commits), key=lambda b: (-b.commits, b.table))
+    return [b.table for b in due[: checkpoints_per_cycle(len(behind), checkpoint_commits)]]
+
+
+def checkpoint(name: str, table: DeltaTable) -> bool:
+    """delta-rs' checkpoint of ``table`` at its version, then its expired log cleaned up; False
+    when delta-rs cannot (Spark's own checkpoints at ``SPARK_INTERVAL`` remain)."""
+    try:
+        table.create_checkpoint()
+        table.cleanup_metadata()
+    except DeltaError as err:
+        log.warning("refresh upkeep: no checkpoint of %s: %s", name, err)
+        return False
+    return True
+
+
+def adopt_interval(spark: Any, name: str, table: DeltaTable) -> bool:
+    """Set ``SPARK_INTERVAL`` on ``table`` (``name``: a validated ``schema.table``) when it was
+    created with another; whether it did."""
+    if table.metadata().configuration.get(INTERVAL) == str(SPARK_INTERVAL):
+        return False
+    spark.sql(f"alter table {name} set tblproperties ('{INTERVAL}' = '{SPARK_INTERVAL}')")
+    table.update_incremental()
+    log.info(
+        "refresh upkeep: %s now leaves its checkpoints to the upkeep (%s %s)", name, INTERVAL, SPARK_INTERVAL
+    )
+    return True

@@ -1,0 +1,53 @@
+"""Which tables the refresh's upkeep checkpoints, and that delta-rs' checkpoint of a table keeps
+its rows (ingest/ops/lakehouse_checkpoints.py). Spark reading delta-rs' checkpoints of dbt's
+tables back, in a running refresh: tests/integration/test_refresh_upkeep.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+from ingest.landing.delta.table_location import TableLocation
+from ingest.ops.lakehouse_checkpoints import Behind, checkpoint, commits_behind, due_checkpoints
+
+
+def _commit(path: Path, times: int) -> None:
+    for i in range(times):
+        write_deltalake(str(path), pa.table({"n": [i]}), mode="append")
+
+
+def test_a_table_is_behind_by_its_commits_after_its_last_checkpoint(tmp_path: Path) -> None:
+    _commit(tmp_path, 4)  # versions 0-3, no checkpoint
+    place = TableLocation.of(tmp_path)
+    assert commits_behind("silver.silver_x", place, place.delta_table()) == Behind("silver.silver_x", 3)
+    assert checkpoint("silver.silver_x", place.delta_table())
+    assert commits_behind("silver.silver_x", place, place.delta_table()).commits == 0
+    _commit(tmp_path, 2)
+    assert commits_behind("silver.silver_x", place, place.delta_table()).commits == 2
+    assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("n").to_pylist()) == [0, 0, 1, 1, 2, 3]
+
+
+def test_tables_due_together_are_checkpointed_a_few_a_cycle_the_furthest_behind_first() -> None:
+    behind = [Behind(f"silver.t{i}", 10) for i in range(16)] + [Behind("gold.g", 12), Behind("gold.h", 3)]
+    # 18 tables, every 10 commits: at most 1 + 18 // 10 = 2 a cycle
+    assert due_checkpoints(behind, 10) == ["gold.g", "silver.t0"]
+    assert due_checkpoints([Behind("gold.h", 9)], 10) == []
+
+
+def test_tables_that_fall_due_together_stay_spread_once_spread() -> None:
+    # 16 tables committing once a cycle from the same version, as a refresh's games do
+    behind = dict.fromkeys((f"t{i:02}" for i in range(16)), 0)
+    picked: dict[int, list[tuple[str, int]]] = {}
+    for cycle in range(1, 61):
+        behind = {name: commits + 1 for name, commits in behind.items()}
+        due = due_checkpoints([Behind(name, commits) for name, commits in behind.items()], 10)
+        picked[cycle] = [(name, behind[name]) for name in due]
+        behind.update(dict.fromkeys(due, 0))
+    # the first round spreads them over cycles 10-17, two a cycle, not 16 in cycle 10
+    assert [len(picked[cycle]) for cycle in range(1, 20)] == [0] * 9 + [2] * 8 + [0, 0]
+    # from then on each table is checkpointed every 10th commit, in its own cycle
+    later = [commits for cycle in range(20, 61) for _, commits in picked[cycle]]
+    assert set(later) == {10}
+    assert max(len(due) for due in picked.values()) == 2
