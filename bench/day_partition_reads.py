@@ -11,6 +11,11 @@ read that whole partition, not the new rows:
 - silver's dedup anti-join (macros/medallion/silver_game_events.sql): the ``event_id`` of the
   batch's date partitions, against the batch.
 
+A third read is the all-games silver check (macros/games/new_rows_checks.sql), timed both ways:
+as `dbt test` runs it, over the batch's date partitions whole (every row's validity, every
+event_id grouped), and as a refresh cycle runs it since stop 48, over the batch's rows, with
+only their event_ids looked up in those partitions.
+
 In one warm local Spark session, a Delta table shaped like a game's silver (partitioned by
 event_date) takes ``--rows-per-cycle`` rows a cycle into today's partition; at each count of
 ``--cycles`` both reads are timed (``--rounds`` each after a warm-up, median). Then today's partition is
@@ -48,6 +53,36 @@ SILVER_ANTI_JOIN = f"""
 select count(*) from batch left anti join (
     select event_id, event_date from t where event_date in (date '{TODAY}')
 ) as loaded on batch.event_id = loaded.event_id and batch.event_date = loaded.event_date
+"""
+
+
+KNOWN_TYPES = "('session_start', 'match_start', 'purchase', 'level_up')"
+SILVER_CHECK_DAY = f"""
+with new_rows as (
+    select event_id, gamer_id, event_type from t where event_date in (date '{TODAY}')
+)
+select count(*) from (
+    select event_id from new_rows group by event_id having count(*) > 1
+    union all
+    select event_id from new_rows
+    where event_id is null or gamer_id is null or event_type not in {KNOWN_TYPES}
+)
+"""
+SILVER_CHECK_BATCH = f"""
+with new_rows as (
+    select event_id, gamer_id, event_type from batch
+),
+ids as (
+    select held.event_id from t as held
+    left semi join new_rows on held.event_id = new_rows.event_id
+    where event_date in (date '{TODAY}')
+)
+select count(*) from (
+    select event_id from ids group by event_id having count(*) > 1
+    union all
+    select event_id from new_rows
+    where event_id is null or gamer_id is null or event_type not in {KNOWN_TYPES}
+)
 """
 
 
@@ -113,8 +148,13 @@ def _row(spark: Any, table: Path, label: str, rows: int, rounds: int) -> str:
     silver_like_rows(spark, rows, BATCH).createOrReplaceTempView("batch")
     source = _median_seconds(spark, DAILY_ACTIVE_SOURCE, rounds)
     anti_join = _median_seconds(spark, SILVER_ANTI_JOIN, rounds)
+    check_day = _median_seconds(spark, SILVER_CHECK_DAY, rounds)
+    check_batch = _median_seconds(spark, SILVER_CHECK_BATCH, rounds)
     files, size = _files(spark, table)
-    return f"| {label} | {files} | {rows:,} | {size / rows:.0f} | {source:.2f} | {anti_join:.2f} |"
+    return (
+        f"| {label} | {files} | {rows:,} | {size / rows:.0f} | {source:.2f} | {anti_join:.2f} "
+        f"| {check_day:.2f} | {check_batch:.2f} |"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         f"each), reads timed against a batch of {BATCH:,} new rows; median of {args.rounds} rounds",
         "",
         "| today's partition after | files | rows | bytes a row | daily_active's source s "
-        "| silver's anti-join s |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| silver's anti-join s | silver check, the partitions whole s | silver check, the batch s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
         *rows,
     ]
     heading = "# Today's silver partition: what the per-cycle reads cost as the day fills\n"

@@ -2,9 +2,10 @@
 Spark + Delta: after its builds it compacts, vacuums and checkpoints (with delta-rs) the tables
 they wrote, vacuums the slice, and nothing a reader relies on moves. Gold, reading silver's
 change feed across OPTIMIZE commits, stays exact; silver's marks are still found; a game without
-new events is not visited again. It runs with the lakehouse on a local disk, and on the local S3 server (bronze and dbt's tables under one
-``s3://`` prefix, as GAMELAKE_INGEST_WAREHOUSE_URI puts them), where the refresh's own reads of
-the Delta logs, its build lock and its vacuum go through delta-rs on S3 and Spark through S3A.
+new events is not visited again. It runs with the lakehouse on a local disk, and on the local S3
+server (bronze and dbt's tables under one ``s3://`` prefix, as GAMELAKE_INGEST_WAREHOUSE_URI puts
+them), where the refresh's own reads of the Delta logs, its build lock and its vacuum go through
+delta-rs on S3 and Spark through S3A.
 
 Bronze is written with delta-rs, as the ingest writes it. After the first build the refresh reads
 alpha's batches one bronze version a build, compacting a partition at 2 small files, vacuuming at
