@@ -11,10 +11,13 @@ read that whole partition, not the new rows:
 - silver's dedup anti-join (macros/medallion/silver_game_events.sql): the ``event_id`` of the
   batch's date partitions, against the batch.
 
-A third read is the all-games silver check (macros/games/new_rows_checks.sql), timed both ways:
-as `dbt test` runs it, over the batch's date partitions whole (every row's validity, every
-event_id grouped), and as a refresh cycle runs it since stop 48, over the batch's rows, with
-only their event_ids looked up in those partitions.
+A third read is the all-games silver check (macros/games/new_rows_checks.sql), timed two ways:
+as it runs, over the batch's date partitions whole (every row's validity, every event_id
+grouped), and over the batch's rows, with only their event_ids looked up in those partitions.
+The second is the reads alone: the batch here is a view, where the product would read it from
+silver's change feed and the partitions at the version before the build (tried at stop 48 and
+reverted: those two reads cost a warm 5-game cycle's check 5.0 s against 1.3 s,
+bench/results/refresh_profile.md, 06:19).
 
 In one warm local Spark session, a Delta table shaped like a game's silver (partitioned by
 event_date) takes ``--rows-per-cycle`` rows a cycle into today's partition; at each count of

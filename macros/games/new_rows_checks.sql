@@ -3,16 +3,10 @@
     per-game tests made the build grow with the number of games, not with the data.
     Each returned row is a failure: the game, the check and the offending value.
 
-    Silver: the rows of each game's latest build: event_id unique and not null, gamer_id not
+    Silver: the rows of each game's latest build (the event_date partitions its latest insert
+    wrote to, macros/project/get_where_subquery.sql): event_id unique and not null, gamer_id not
     null, event_type one of the contract's, game_slug in the seed. A retry shares its event's
-    event_date, so uniqueness within the event_date partitions the build wrote to
-    (macros/project/get_where_subquery.sql) is uniqueness of the new rows against all. When
-    `ingest refresh` built the table in this invocation, it handed over the version the table had
-    before (spark.gamelake.table_versions): the new rows are read from the change feed after it,
-    and of those partitions as they were before only the rows sharing the new rows' event_ids,
-    so a cycle's check reads its batch, not the whole day again (every row was checked when it
-    was new, and any duplicate pair has a newer member). Otherwise (`dbt build` or `dbt test` from a shell) the
-    partitions are read whole.
+    event_date, so uniqueness within those partitions is uniqueness of the new rows against all.
     Gold: the whole per-game tables, which hold a row per player or per day: player_agg's
     gamer_id and daily_active's event_date unique and not null, game_slug in the seed.
     Either covers the games whose tables the invocation builds (_checked_games). -#}
@@ -20,8 +14,6 @@
 {%- set checked = _checked_games('silver_') %}
 with
 {% for game_slug in checked -%}
-{%- set silver = ref('silver_' ~ game_slug) -%}
-{%- set before = _version_before_this_build(silver) -%}
 {{ assert_game_slug(game_slug) }}new_rows_{{ game_slug }} as (
     select
         '{{ game_slug }}' as model_game,
@@ -29,53 +21,14 @@ with
         gamer_id,
         event_type,
         game_slug
-    {%- if before is none %}
-    from {{ silver }}
-    where {{ _gamelake_latest_build_partitions(silver) }}
-    {%- else %}
-    from table_changes('{{ silver }}', {{ before + 1 }})
-    where _change_type = 'insert'
-    {%- endif %}
-),
-
-ids_{{ game_slug }} as (
-    {%- if before is none %}
-    select
-        model_game,
-        event_id
-    from new_rows_{{ game_slug }}
-    {%- else %}
-    {#- the table before the build (Spark resolves a plain reference to a table and its
-        table_changes in one query to the same relation, losing the change feed's columns), and
-        the build's rows -#}
-    select
-        '{{ game_slug }}' as model_game,
-        held.event_id
-    from {{ silver }} version as of {{ before }} as held
-    left semi join new_rows_{{ game_slug }} as new_rows
-        on held.event_id = new_rows.event_id
-    where {{ _gamelake_latest_build_partitions(silver) }}
-    union all
-    select
-        model_game,
-        event_id
-    from new_rows_{{ game_slug }}
-    {%- endif %}
+    from {{ ref('silver_' ~ game_slug) }}
+    where {{ _gamelake_latest_build_partitions(ref('silver_' ~ game_slug)) }}
 ),
 
 {% endfor -%}
 new_rows as (
     {%- for game_slug in checked %}
     select * from new_rows_{{ game_slug }}
-    {%- if not loop.last %}
-    union all
-    {%- endif %}
-    {%- endfor %}
-),
-
-ids as (
-    {%- for game_slug in checked %}
-    select * from ids_{{ game_slug }}
     {%- if not loop.last %}
     union all
     {%- endif %}
@@ -91,7 +44,7 @@ failures as (
         model_game,
         'event_id is unique' as failed_check,
         event_id as failed_value
-    from ids
+    from new_rows
     group by model_game, event_id
     having count(*) > 1
     union all
@@ -116,18 +69,6 @@ failures as (
 
 select * from failures
 {%- endmacro %}
-
-{#- The version `relation` had before this invocation built it, as `ingest refresh` read it from
-    the Delta log under the build lock and handed it over; none when this invocation did not
-    build it from the slice (its batch dates are recorded then) or nothing was handed. -#}
-{% macro _version_before_this_build(relation) %}
-    {%- if not execute or _recorded_batch_dates(relation) is none -%}
-        {{ return(none) }}
-    {%- endif -%}
-    {%- set handed = _handed_conf('spark.gamelake.table_versions') -%}
-    {%- set name = relation.schema ~ '.' ~ relation.identifier -%}
-    {{ return(handed[name] | int if name in handed else none) }}
-{% endmacro %}
 
 {% macro gold_rows_failures() %}
 {%- set checked = _checked_games('gold_', '_player_agg') %}
