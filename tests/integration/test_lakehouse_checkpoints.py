@@ -42,29 +42,31 @@ def _cold(spark: Any) -> None:
 
 
 def test_spark_commits_after_and_reads_back_from_delta_rs_checkpoints(tmp_path: Path) -> None:
-    tables = tmp_path / "warehouse" / "spark"
+    # tables by path: a session reused from an earlier test keeps that test's metastore
+    tables = {name: tmp_path / "tables" / name for name in ("silver_x", "gold_x")}
+    silver, gold = (f"delta.`{path}`" for path in tables.values())
     with support.local_spark(tmp_path / "warehouse") as spark:
         spark.sql(
-            "create table default.silver_x (event_id string, gamer_id string, event_date date) using delta"
+            f"create table {silver} (event_id string, gamer_id string, event_date date) using delta"
             " partitioned by (event_date) tblproperties (delta.enableChangeDataFeed = true)"
         )
         spark.sql(
-            "create table default.gold_x (gamer_id string, event_count bigint) using delta"
+            f"create table {gold} (gamer_id string, event_count bigint) using delta"
             f" tblproperties ({INTERVAL} = {SPARK_INTERVAL})"
         )
         checkpointed_at = {}
         for insert in range(1, INSERTS + 1):
             if insert == 3:  # the upkeep's first visit after the upgrade
-                assert adopt_interval(spark, "default.silver_x", DeltaTable(str(tables / "silver_x")))
-                assert not adopt_interval(spark, "default.gold_x", DeltaTable(str(tables / "gold_x")))
+                assert adopt_interval(spark, silver, DeltaTable(str(tables["silver_x"])))
+                assert not adopt_interval(spark, gold, DeltaTable(str(tables["gold_x"])))
             if insert == CHECKPOINT_BEFORE:
-                checkpointed_at = {name: _checkpoint(tables / name) for name in ("silver_x", "gold_x")}
+                checkpointed_at = {name: _checkpoint(path) for name, path in tables.items()}
             spark.sql(
-                f"insert into default.silver_x select concat('e{insert}-', id), concat('g', id % 3),"
+                f"insert into {silver} select concat('e{insert}-', id), concat('g', id % 3),"
                 f" date '2026-11-28' - cast(id % 2 as int) from range(5)"
             )
             spark.sql(
-                "merge into default.gold_x as gold using (select concat('g', id) as gamer_id, 1 as n"
+                f"merge into {gold} as gold using (select concat('g', id) as gamer_id, 1 as n"
                 " from range(4)) as batch on gold.gamer_id = batch.gamer_id"
                 " when matched then update set event_count = gold.event_count + batch.n"
                 " when not matched then insert (gamer_id, event_count) values (batch.gamer_id, batch.n)"
@@ -72,17 +74,17 @@ def test_spark_commits_after_and_reads_back_from_delta_rs_checkpoints(tmp_path: 
         # versions: silver 0 create, 1-2 inserts, 3 the interval, 4-15 inserts; gold 0 create, 1-14 merges
         assert checkpointed_at == {"silver_x": 3 + CHECKPOINT_BEFORE - 3, "gold_x": CHECKPOINT_BEFORE - 1}
         for name, version in checkpointed_at.items():
-            assert _checkpoints(tables / name) == [version], f"Spark checkpointed {name} at its own interval"
+            assert _checkpoints(tables[name]) == [version], f"Spark checkpointed {name} at its own interval"
         _cold(spark)
-        assert spark.sql("select count(*) from default.silver_x").first()[0] == 5 * INSERTS
+        assert spark.sql(f"select count(*) from {silver}").first()[0] == 5 * INSERTS
         changes = spark.sql(
-            "select _commit_version, count(*) from table_changes('default.silver_x', 1)"
+            f"select _commit_version, count(*) from table_changes_by_path('{tables['silver_x']}', 1)"
             " where _change_type = 'insert' group by _commit_version"
         ).collect()
         inserting = [*range(1, 3), *range(4, INSERTS + 2)]
         assert {row[0]: row[1] for row in changes} == dict.fromkeys(inserting, 5)
-        gold = {row[0]: row[1] for row in spark.sql("select * from default.gold_x").collect()}
-        assert gold == {f"g{i}": INSERTS for i in range(4)}
+        held = {row[0]: row[1] for row in spark.sql(f"select * from {gold}").collect()}
+        assert held == {f"g{i}": INSERTS for i in range(4)}
 
 
 def _checkpoint(table: Path) -> int:
