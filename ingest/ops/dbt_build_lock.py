@@ -1,6 +1,6 @@
 """dbt's build lock (macros/medallion/build_lock.sql), held from Python: by a job that rewrites
 silver, so that no ``dbt run`` or ``dbt build`` writes silver or gold meanwhile, and by the
-continuous refresh across the two dbt invocations of a cycle.
+continuous refresh across the dbt invocations of a cycle.
 
 The lock is the row ``name = 'build'`` of the Delta table ``silver.gamelake_build_lock``; a build
 takes it with a MERGE that inserts the row when absent, and Delta's optimistic concurrency lets
@@ -24,13 +24,19 @@ from pathlib import Path
 
 import pyarrow as pa
 from deltalake import DeltaTable
-from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from ingest.core.errors import IngestError
 from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.landing.delta.table_scan import scan
+from ingest.ops.lakehouse_checkpoints import checkpoint
 
 LOCK_TABLE = Path("silver.db") / "gamelake_build_lock"
+LOCK_NAME = "silver.gamelake_build_lock"
+# Each holding adds two commits, and an open replays the commits after the last checkpoint (on
+# S3, a GET each): a checkpoint every 10th keeps an open to a few reads, where delta-rs' default
+# (every 100th) left it about 50 (bench/results/object_storage.md).
+CHECKPOINT_COMMITS = 10
 RELEASE = "`dbt run-operation gamelake_release_build_lock --args '{force: true}'`"
 
 
@@ -49,20 +55,32 @@ def holding_build_lock(
     job: str,
     holder: str | None = None,
     stale_after: dt.timedelta | None = None,
-) -> Iterator[None]:
+) -> Iterator[bool]:
     """Hold the lock as ``holder`` (a new one of ``job``'s by default); refuses, naming the holder,
     while another holds it. A lock older than ``stale_after`` is taken over. A project no build
-    has run in has no lock table, and nothing of dbt's to protect yet."""
-    lock = lock_table(tables_dir)
-    if not lock.is_delta_table():
-        yield
+    has run in has no lock table, and nothing of dbt's to protect yet: yields whether the lock is
+    held. The lock's table is opened once for the holding (on S3, one read of its log)."""
+    table = _opened(lock_table(tables_dir))
+    if table is None:
+        yield False
         return
     holder = holder or new_holder(job)
-    _take(lock.delta_table(), holder, job, stale_after)
+    opened_at = table.version()
+    _take(table, holder, job, stale_after)
     try:
-        yield
+        yield True
     finally:
-        lock.delta_table().delete(f"holder = '{holder}'")
+        table.update_incremental()  # the commits since the take, read onto the one handle
+        table.delete(f"holder = '{holder}'")
+        if table.version() // CHECKPOINT_COMMITS > opened_at // CHECKPOINT_COMMITS:
+            checkpoint(LOCK_NAME, table)
+
+
+def _opened(lock: TableLocation) -> DeltaTable | None:
+    try:
+        return lock.delta_table()
+    except TableNotFoundError:
+        return None
 
 
 def lock_table(tables_dir: Path | TableLocation) -> TableLocation:

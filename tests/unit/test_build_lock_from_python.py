@@ -5,6 +5,7 @@ while the refresh holds it) is in tests/integration/test_refresh_continuous.py."
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 from pathlib import Path
 
@@ -32,8 +33,8 @@ def _holders(path: Path) -> list[str]:
 
 def test_the_lock_is_held_inside_and_released_after(tmp_path: Path) -> None:
     path = _lock_table(tmp_path)
-    with holding_build_lock(tmp_path, "refresh", "refresh-1"):
-        assert _holders(path) == ["refresh-1"]
+    with holding_build_lock(tmp_path, "refresh", "refresh-1") as held:
+        assert held and _holders(path) == ["refresh-1"]
     assert _holders(path) == []
 
 
@@ -82,6 +83,21 @@ def test_of_two_racing_takers_exactly_one_holds_the_lock(tmp_path: Path) -> None
 
 
 def test_without_a_lock_table_nothing_is_locked_or_created(tmp_path: Path) -> None:
-    with holding_build_lock(tmp_path, "refresh"):
-        pass
+    with holding_build_lock(tmp_path, "refresh") as held:
+        assert not held
     assert not (tmp_path / LOCK_TABLE).exists()
+
+
+def test_the_lock_is_checkpointed_every_tenth_commit_so_an_open_reads_a_few(tmp_path: Path) -> None:
+    # each holding commits twice (take, release); an open replays the commits after the last
+    # checkpoint, one GET each on S3
+    path = _lock_table(tmp_path)
+    pointer = path / "_delta_log" / "_last_checkpoint"
+    checkpointed = []
+    for holding in range(1, 8):
+        with holding_build_lock(tmp_path, "refresh", f"refresh-{holding}"):
+            pass
+        checkpointed.append(json.loads(pointer.read_text())["version"] if pointer.exists() else None)
+    # version 10 is the 5th holding's release; the 6th and 7th (to 14) cross no tenth
+    assert checkpointed == [None, None, None, None, 10, 10, 10]
+    assert DeltaTable(str(path)).version() == 14 and _holders(path) == []
