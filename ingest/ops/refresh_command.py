@@ -7,8 +7,7 @@ at most ``--max-versions-per-build`` bronze versions (a backlog is read in steps
 other; after a failed build: later and fewer, see ``build_pacing``). SIGTERM or SIGINT stops it
 after the build in progress, which is never cut in half. After its first (whole) build, a cycle
 builds the bronze slice, then only the silver and gold of the games with rows in it
-(``refresh_selection``; silver on one dbt thread, then gold on ``--gold-threads``): a game
-without new events costs no Spark job and no commit. Each build
+(``refresh_selection``): a game without new events costs no Spark job and no commit. Each build
 is incremental by
 the contract in doc/DESIGN.md ("The incremental contract"), so a stop, a crash or a second
 refresh never loses or doubles a row.
@@ -45,7 +44,7 @@ from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, classes_compiled, interpreted, set_mode
 from ingest.ops.cycle_facts import handing_cycle_facts
-from ingest.ops.dbt_build_lock import BuildLockHeld, holding_build_lock, new_holder
+from ingest.ops.dbt_build_lock import BuildLockHeld, holding_build_lock, lock_table, new_holder
 from ingest.ops.lakehouse_checkpoints import DEFAULT_CHECKPOINT_COMMITS, SPARK_INTERVAL
 from ingest.ops.lakehouse_upkeep import (
     DEFAULT_COMPACT_FILES,
@@ -58,7 +57,7 @@ from ingest.ops.lakehouse_upkeep import (
 from ingest.ops.refresh_selection import (
     SLICE,
     SLICE_MODEL,
-    build_after_slice,
+    after_slice_args,
     build_selection,
     read_slice_readers,
 )
@@ -66,8 +65,6 @@ from ingest.ops.warm_dbt import WarmDbt
 
 log = logging.getLogger("gamelake.refresh")
 DEFAULT_MAX_ROWS = 600_000  # half the 1.2M-row slice that ran a 2 GB driver out of memory
-# gold models on two threads overlap one's driver work with the other's jobs: bench/results/gold_threads.md
-DEFAULT_GOLD_THREADS = 2
 PROFILES_DIR = PROJECT_DIR / "profiles"
 
 REGISTRY = CollectorRegistry()
@@ -162,12 +159,15 @@ HOLDER = new_holder("refresh")
 
 @contextlib.contextmanager
 def cycle_lock(tables_dir: Path | TableLocation) -> Iterator[dict[str, str]]:
-    """dbt's build lock, taken once for a cycle's invocations with delta-rs, where dbt's own
+    """dbt's build lock, taken once for a cycle's two invocations with delta-rs, where dbt's own
     hooks would take and release it in each at a MERGE and a DELETE apiece
     (bench/results/build_lock.md). Yields the var that tells the hooks the caller holds it; none
     before a first build has made the lock's table, when dbt's hooks take it themselves."""
-    with holding_build_lock(tables_dir, "refresh", HOLDER, stale_after=_lock_stale_after()) as held:
-        yield {LOCK_HELD_VAR: HOLDER} if held else {}
+    if not lock_table(tables_dir).is_delta_table():
+        yield {}
+        return
+    with holding_build_lock(tables_dir, "refresh", HOLDER, stale_after=_lock_stale_after()):
+        yield {LOCK_HELD_VAR: HOLDER}
 
 
 def _lock_stale_after() -> dt.timedelta:
@@ -182,13 +182,12 @@ def _build(
     bounds: dict[str, int],
     whole: bool,
     upkeep: UpkeepPolicy | None,
-    gold_threads: int = DEFAULT_GOLD_THREADS,
 ) -> bool:
     """The whole project, or the slice and then only the games with rows in it (refresh_selection),
     then the upkeep of what a good build wrote (lakehouse_upkeep), under one build lock."""
     try:
         with cycle_lock(tables_dir) as held:
-            written = _build_locked(spark, tables_dir, {**bounds, **held}, whole, gold_threads)
+            written = _build_locked(spark, tables_dir, {**bounds, **held}, whole)
             if written is not None and upkeep is not None:
                 _upkeep(spark, tables_dir, written, upkeep)
             return written is not None
@@ -223,7 +222,7 @@ def _upkeep(spark: Any, tables_dir: Path | TableLocation, written: Written, poli
 
 
 def _build_locked(
-    spark: Any, tables_dir: Path | TableLocation, given_vars: dict[str, Any], whole: bool, gold_threads: int
+    spark: Any, tables_dir: Path | TableLocation, given_vars: dict[str, Any], whole: bool
 ) -> Written | None:
     given = {name: value for name, value in given_vars.items() if value}
     bound = ["--vars", json.dumps(given)] if given else []
@@ -239,8 +238,7 @@ def _build_locked(
     log.info("refresh: building %s", " ".join(selection))
     # what the models would ask Spark one by one, read once for the games built
     with handing_cycle_facts(spark, tables_dir, readers, LOCK_HELD_VAR in given):
-        # the same vars: a change would re-parse
-        ok = build_after_slice(_DBT.invoke, selection, bound, gold_threads)
+        ok = _dbt(*after_slice_args(selection), *bound)  # the same vars: a change would re-parse
     return Written(tuple(readers.games_to_build()), readers.quarantine_to_build()) if ok else None
 
 
@@ -266,13 +264,11 @@ def build_once(
     size: CycleSize = CycleSize(),
     whole: bool = True,
     upkeep: UpkeepPolicy | None = None,
-    gold_threads: int = DEFAULT_GOLD_THREADS,
 ) -> int | None:
     """One build reading at most ``size``'s bronze versions and rows: the whole project, or
     (``whole=False``) only the games with new rows; the bronze version it covered, or None when
     it failed. A small cycle's statements run interpreted (ingest/ops/codegen_mode.py). With
-    ``upkeep``, a good build's tables are compacted and vacuumed as it says. Above one
-    ``gold_threads``, a cycle builds silver on one thread and then gold on that many."""
+    ``upkeep``, a good build's tables are compacted and vacuumed as it says."""
     started = time.monotonic()
     max_rows, max_versions = size.max_rows, size.max_versions
     run_interpreted = size.runs_interpreted()
@@ -282,7 +278,7 @@ def build_once(
         watch.hand_rows_to(spark)
     watch.hand_versions_to(spark)  # marks and versions, read once from the Delta logs
     bounds = {"gamelake_slice_max_versions": max_versions, "gamelake_slice_max_rows": max_rows}
-    ok = _build(spark, as_location(watch.readers.silver_dir).parent, bounds, whole, upkeep, gold_threads)
+    ok = _build(spark, as_location(watch.readers.silver_dir).parent, bounds, whole, upkeep)
     took = time.monotonic() - started
     BUILD_SECONDS.observe(took)
     BUILDS.labels("ok" if ok else "failed").inc()
@@ -322,7 +318,6 @@ def run_continuously(
     pacing: BuildPacing,
     interpreted_below: int = INTERPRETED_BELOW_ROWS,
     upkeep: UpkeepPolicy | None = None,
-    gold_threads: int = DEFAULT_GOLD_THREADS,
 ) -> int:
     built: int | None = None
     last_start = 0.0
@@ -340,9 +335,7 @@ def run_continuously(
             last_start = time.monotonic()
             # the first build of a process builds everything (views, a game added meanwhile)
             size = CycleSize(pacing.versions(), pacing.rows(), watch.rows_after(built), interpreted_below)
-            covered = build_once(
-                spark, watch, size, whole=built is None, upkeep=upkeep, gold_threads=gold_threads
-            )
+            covered = build_once(spark, watch, size, whole=built is None, upkeep=upkeep)
             if covered is None:
                 pacing.failed(behind=version - (built if built is not None else -1))
                 log.warning(
@@ -382,8 +375,6 @@ def _refresh(args: argparse.Namespace) -> int:
             f"--checkpoint-commits {args.checkpoint_commits}: give a number of commits, or 0 to leave"
             " checkpoints to Spark"
         )
-    if args.gold_threads < 1:
-        raise ConfigError(f"--gold-threads {args.gold_threads}: give a number of dbt threads, 1 or more")
     if args.min_interval < 0:
         raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
     for flag, value, unit in (
@@ -422,7 +413,7 @@ def _refresh(args: argparse.Namespace) -> int:
     try:
         pacing = BuildPacing(args.min_interval, args.max_versions_per_build, args.max_rows_per_build)
         upkeep = UpkeepPolicy(args.compact_files, args.vacuum_hours, args.checkpoint_commits)
-        return run_continuously(spark, watch, pacing, args.interpreted_below_rows, upkeep, args.gold_threads)
+        return run_continuously(spark, watch, pacing, args.interpreted_below_rows, upkeep)
     finally:
         if server is not None:
             server.shutdown()
@@ -487,13 +478,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="with --continuous, after a good build checkpoint a table it wrote (delta-rs) once this many "
         "commits have followed its last checkpoint, a few tables a build (0: leave checkpoints to Spark, "
         f"every {SPARK_INTERVAL}th commit; default {DEFAULT_CHECKPOINT_COMMITS})",
-    )
-    parser.add_argument(
-        "--gold-threads",
-        type=int,
-        default=DEFAULT_GOLD_THREADS,
-        help="with --continuous, the dbt threads gold is built on, after silver on one (1: silver and gold "
-        f"in one invocation on one thread; default {DEFAULT_GOLD_THREADS})",
     )
     parser.add_argument(
         "--metrics-port", type=int, default=9109, help="port of the refresh's /metrics (0 disables; 9109)"
