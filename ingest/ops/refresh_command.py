@@ -44,7 +44,7 @@ from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, classes_compiled, interpreted, set_mode
 from ingest.ops.cycle_facts import handing_cycle_facts
-from ingest.ops.dbt_build_lock import BuildLockHeld, holding_build_lock, lock_table, new_holder
+from ingest.ops.dbt_build_lock import BuildLockHeld, holding_build_lock, new_holder
 from ingest.ops.lakehouse_checkpoints import DEFAULT_CHECKPOINT_COMMITS, SPARK_INTERVAL
 from ingest.ops.lakehouse_upkeep import (
     DEFAULT_COMPACT_FILES,
@@ -163,11 +163,8 @@ def cycle_lock(tables_dir: Path | TableLocation) -> Iterator[dict[str, str]]:
     hooks would take and release it in each at a MERGE and a DELETE apiece
     (bench/results/build_lock.md). Yields the var that tells the hooks the caller holds it; none
     before a first build has made the lock's table, when dbt's hooks take it themselves."""
-    if not lock_table(tables_dir).is_delta_table():
-        yield {}
-        return
-    with holding_build_lock(tables_dir, "refresh", HOLDER, stale_after=_lock_stale_after()):
-        yield {LOCK_HELD_VAR: HOLDER}
+    with holding_build_lock(tables_dir, "refresh", HOLDER, stale_after=_lock_stale_after()) as held:
+        yield {LOCK_HELD_VAR: HOLDER} if held else {}
 
 
 def _lock_stale_after() -> dt.timedelta:
