@@ -1,6 +1,6 @@
 """Does a warm refresh cycle grow as its tables age? Early against late cycles of one run.
 
-    python -m bench.cycle_growth [--games 5] [--cycles 40] [--new 6000] [--history 30000]
+    python -m bench.cycle_growth [--games 5] [--cycles 40] [--new 6000] [--history 30000] [--gold-threads 2]
 
 On a fresh private lakehouse on the local disk (``bench.refresh_requests``'s side, in a process
 and Spark JVM of its own), ``--cycles`` refresh cycles run back to back as ``ingest refresh
@@ -23,6 +23,7 @@ import sys
 
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.ops.refresh_command import DEFAULT_GOLD_THREADS
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "refresh_profile.md"
 BLOCK = 10
@@ -34,8 +35,11 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=40)
     parser.add_argument("--new", type=int, default=6000)
     parser.add_argument("--history", type=int, default=30_000)
+    parser.add_argument(
+        "--gold-threads", type=int, default=DEFAULT_GOLD_THREADS, help="as `ingest refresh`'s"
+    )
     args = parser.parse_args()
-    settings = [f"--{name}={value}" for name, value in vars(args).items()]
+    settings = [f"--{name.replace('_', '-')}={value}" for name, value in vars(args).items()]
     done = subprocess.run(
         [sys.executable, "-m", "bench.refresh_requests", *settings, "--side", "local disk"],
         stdout=subprocess.PIPE,

@@ -1,7 +1,7 @@
 """A change to the refresh cycle, measured in pairs: warm refresh cycles with and without it, in
 turn, in one Spark session.
 
-    python -m bench.cycle_pairs --compare facts|gold-check [--games 5] [--pairs 4] [--new 6000]
+    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N [--games 5] [--pairs 4] [--new 6000]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
 
@@ -9,7 +9,10 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   marks from gold's files with delta-rs, the slice's bounds, dates and active games from the
   refresh's one look at the slice: ingest/ops/cycle_facts.py), against each model asking Spark;
 * ``gold-check``: the refresh leaving ``assert_gold_rows_valid`` to ``dbt build`` and ``dbt
-  test``, against running it in the cycle.
+  test``, against running it in the cycle;
+* ``gold-threads-N``: the second step split, silver on one thread and then gold on N dbt threads
+  in the one Spark session (``ingest refresh --gold-threads N``), against one invocation on one
+  thread.
 
 On bench.refresh_profile's private lakehouse (the repo's dbt project as it is now, 60,000 events
 of history), one warm-up cycle runs, then ``--pairs`` pairs of blocks, one block per side. A
@@ -75,6 +78,16 @@ COMPARISONS = {
             "with the check": {"second": with_gold_check},
         },
     ),
+    **{
+        f"gold-threads-{n}": Comparison(
+            f"Warm refresh cycles with gold on {n} dbt threads, and in one invocation on one",
+            RESULTS_DIR / "gold_threads.md",
+            "# Gold on several dbt threads in one Spark session, paired (bench/cycle_pairs.py --compare"
+            " gold-threads-N)\n",
+            {f"silver on 1 thread, then gold on {n}": {"gold_threads": n}, "one invocation, 1 thread": {}},
+        )
+        for n in (2, 3, 4)
+    },
 }
 
 

@@ -57,7 +57,13 @@ from ingest.ops.codegen_mode import set_mode
 from ingest.ops.cycle_facts import handing_cycle_facts
 from ingest.ops.lakehouse_upkeep import UpkeepDone, UpkeepPolicy, Written, upkeep_written
 from ingest.ops.refresh_command import CycleSize, cycle_lock
-from ingest.ops.refresh_selection import SLICE_MODEL, after_slice_args, build_selection, read_slice_readers
+from ingest.ops.refresh_selection import (
+    SLICE_MODEL,
+    after_slice_args,
+    build_after_slice,
+    build_selection,
+    read_slice_readers,
+)
 from ingest.ops.warm_dbt import WarmDbt
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "refresh_profile.md"
@@ -138,21 +144,34 @@ class Recorder:
 
 def _dbt(runner: WarmDbt, recorder: Recorder | None, *args: str) -> tuple[float, Any]:
     """``dbt <args>``: parsed once (the refresh's WarmDbt) or, with ``runner.parses`` at -1, as
-    a plain ``dbtRunner().invoke`` that loads the project each time."""
-    started = time.monotonic()
+    a plain ``dbtRunner().invoke`` that loads the project each time; wall seconds and dbt's
+    run result."""
     if runner.parses < 0:
+        started = time.monotonic()
         took, result = run_dbt(runner.project, *args, callbacks=(recorder,) if recorder else ())
-    else:
-        runner.callbacks[:] = [recorder] if recorder else []
-        result = runner.invoke(*args).result
-        took = time.monotonic() - started
+        _record_invocation(recorder, args, started, took)
+        return took, result
+    took, outcome = _invoke(runner, recorder, *args)
+    return took, outcome.result
+
+
+def _invoke(runner: WarmDbt, recorder: Recorder | None, *args: str) -> tuple[float, Any]:
+    """``dbt <args>`` on the parse ``runner`` holds: wall seconds and dbt's ``dbtRunnerResult``."""
+    started = time.monotonic()
+    runner.callbacks[:] = [recorder] if recorder else []
+    outcome = runner.invoke(*args)
+    took = time.monotonic() - started
+    _record_invocation(recorder, args, started, took)
+    return took, outcome
+
+
+def _record_invocation(recorder: Recorder | None, args: tuple[str, ...], started: float, took: float) -> None:
     if recorder is not None and recorder.first_node:
         # dbt's own time before its first node (load the manifest, the relation cache, on-run-start)
         # and after its last (on-run-end, the artifacts)
         before, after = recorder.first_node - started, started + took - recorder.last_node
         recorder.invocations.append((" ".join(args[:3]), took, before, after))
         recorder.first_node = recorder.last_node = 0.0
-    return took, result
 
 
 def _log_versions(warehouse: Path) -> dict[str, int]:
@@ -192,13 +211,15 @@ def _cycle(
     rows: int | None = None,
     second: Callable[[list[str]], list[str]] = after_slice_args,
     facts: bool = True,
+    gold_threads: int = 1,
 ) -> tuple[float, list[Any], UpkeepDone | None]:
     """One cycle as ``cycle`` says: its wall time, the results of every node it ran, and what the
     refresh's upkeep after it did (lakehouse_upkeep, under the same lock). Given the
     ``rows`` it reads, a refresh cycle runs compiled or interpreted as `ingest refresh` chooses;
-    ``second`` makes its second invocation's arguments from the selection, and ``facts``
+    ``second`` makes its second invocation's arguments from the selection, ``facts``
     says whether the cycle's facts are handed over (ingest/ops/cycle_facts.py), as `ingest
-    refresh` does."""
+    refresh` does, and ``gold_threads`` above 1 splits the second step into silver on one
+    thread and gold on that many, as `ingest refresh --gold-threads` does (``second`` unused)."""
     if rows is not None and cycle == "refresh":
         set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
@@ -217,7 +238,17 @@ def _cycle(
         selection = build_selection(readers)
         tables_dir = watch.readers.silver_dir.parent
         with handing_cycle_facts(spark, tables_dir, readers, bool(held) and facts):
-            if selection:
+            if selection and gold_threads > 1:
+
+                def invoke(*args: str) -> Any:
+                    _, step = _invoke(project, recorder, *args)
+                    results.extend(step.result.results if step.result is not None else ())
+                    return step
+
+                build_after_slice(
+                    invoke, selection, given, gold_threads, before_gold=lambda: watch.hand_versions_to(spark)
+                )
+            elif selection:
                 _, games = _dbt(project, recorder, *second(selection), *given)
                 results += games.results
         written = Written(tuple(readers.games_to_build()), readers.quarantine_to_build())

@@ -1,6 +1,7 @@
 """The S3 requests of the continuous refresh's cycles, with the whole lakehouse on S3.
 
     python -m bench.refresh_requests [--games 5] [--cycles 5] [--new 6000] [--history 30000]
+                                     [--gold-threads 2]
 
 A private S3Proxy with its request log on holds bronze and dbt's tables under one prefix, as
 ``GAMELAKE_INGEST_WAREHOUSE_URI`` puts them; the Derby metastore stays on the local disk. In one
@@ -40,6 +41,7 @@ from bench.results_file import append_section
 from ingest.landing.delta.table_location import TableLocation
 from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
+from ingest.ops.refresh_command import DEFAULT_GOLD_THREADS
 from ingest.ops.warm_dbt import WarmDbt
 
 _FAMILIES = (
@@ -109,7 +111,9 @@ def _side(storage: str, args: argparse.Namespace) -> dict[str, object]:
             next_id += args.new
             time.sleep(1.5)  # the landing's last requests stay out of the window
             start = dt.datetime.now(dt.UTC)
-            took, _, upkeep = _cycle(runner, spark, None, "refresh", watch, args.new)
+            took, _, upkeep = _cycle(
+                runner, spark, None, "refresh", watch, args.new, gold_threads=args.gold_threads
+            )
             if cycle:
                 windows.append((start, dt.datetime.now(dt.UTC), took))
                 compacted.append(len(upkeep.compacted) if upkeep else 0)
@@ -138,6 +142,9 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=5)
     parser.add_argument("--new", type=int, default=6000, help="events landed before each cycle, all games")
     parser.add_argument("--history", type=int, default=30_000)
+    parser.add_argument(
+        "--gold-threads", type=int, default=DEFAULT_GOLD_THREADS, help="as `ingest refresh`'s"
+    )
     parser.add_argument("--side", choices=["s3", "local disk"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:  # one side, in a process (and Spark JVM) of its own

@@ -7,7 +7,8 @@ at most ``--max-versions-per-build`` bronze versions (a backlog is read in steps
 other; after a failed build: later and fewer, see ``build_pacing``). SIGTERM or SIGINT stops it
 after the build in progress, which is never cut in half. After its first (whole) build, a cycle
 builds the bronze slice, then only the silver and gold of the games with rows in it
-(``refresh_selection``): a game without new events costs no Spark job and no commit. Each build
+(``refresh_selection``; silver on one dbt thread, then gold on ``--gold-threads``): a game
+without new events costs no Spark job and no commit. Each build
 is incremental by
 the contract in doc/DESIGN.md ("The incremental contract"), so a stop, a crash or a second
 refresh never loses or doubles a row.
@@ -57,7 +58,7 @@ from ingest.ops.lakehouse_upkeep import (
 from ingest.ops.refresh_selection import (
     SLICE,
     SLICE_MODEL,
-    after_slice_args,
+    build_after_slice,
     build_selection,
     read_slice_readers,
 )
@@ -65,6 +66,8 @@ from ingest.ops.warm_dbt import WarmDbt
 
 log = logging.getLogger("gamelake.refresh")
 DEFAULT_MAX_ROWS = 600_000  # half the 1.2M-row slice that ran a 2 GB driver out of memory
+# gold models on two threads overlap one's driver work with the other's jobs: bench/results/gold_threads.md
+DEFAULT_GOLD_THREADS = 2
 PROFILES_DIR = PROJECT_DIR / "profiles"
 
 REGISTRY = CollectorRegistry()
@@ -159,7 +162,7 @@ HOLDER = new_holder("refresh")
 
 @contextlib.contextmanager
 def cycle_lock(tables_dir: Path | TableLocation) -> Iterator[dict[str, str]]:
-    """dbt's build lock, taken once for a cycle's two invocations with delta-rs, where dbt's own
+    """dbt's build lock, taken once for a cycle's invocations with delta-rs, where dbt's own
     hooks would take and release it in each at a MERGE and a DELETE apiece
     (bench/results/build_lock.md). Yields the var that tells the hooks the caller holds it; none
     before a first build has made the lock's table, when dbt's hooks take it themselves."""
@@ -175,16 +178,18 @@ def _lock_stale_after() -> dt.timedelta:
 
 def _build(
     spark: Any,
-    tables_dir: Path | TableLocation,
+    watch: BronzeWatch,
     bounds: dict[str, int],
     whole: bool,
     upkeep: UpkeepPolicy | None,
+    gold_threads: int = DEFAULT_GOLD_THREADS,
 ) -> bool:
     """The whole project, or the slice and then only the games with rows in it (refresh_selection),
     then the upkeep of what a good build wrote (lakehouse_upkeep), under one build lock."""
+    tables_dir = as_location(watch.readers.silver_dir).parent
     try:
         with cycle_lock(tables_dir) as held:
-            written = _build_locked(spark, tables_dir, {**bounds, **held}, whole)
+            written = _build_locked(spark, watch, {**bounds, **held}, whole, gold_threads)
             if written is not None and upkeep is not None:
                 _upkeep(spark, tables_dir, written, upkeep)
             return written is not None
@@ -219,7 +224,7 @@ def _upkeep(spark: Any, tables_dir: Path | TableLocation, written: Written, poli
 
 
 def _build_locked(
-    spark: Any, tables_dir: Path | TableLocation, given_vars: dict[str, Any], whole: bool
+    spark: Any, watch: BronzeWatch, given_vars: dict[str, Any], whole: bool, gold_threads: int
 ) -> Written | None:
     given = {name: value for name, value in given_vars.items() if value}
     bound = ["--vars", json.dumps(given)] if given else []
@@ -234,8 +239,12 @@ def _build_locked(
         return Written((), quarantine=False)
     log.info("refresh: building %s", " ".join(selection))
     # what the models would ask Spark one by one, read once for the games built
+    tables_dir = as_location(watch.readers.silver_dir).parent
     with handing_cycle_facts(spark, tables_dir, readers, LOCK_HELD_VAR in given):
-        ok = _dbt(*after_slice_args(selection), *bound)  # the same vars: a change would re-parse
+        # the same vars: a change would re-parse
+        ok = build_after_slice(
+            _DBT.invoke, selection, bound, gold_threads, before_gold=lambda: watch.hand_versions_to(spark)
+        )
     return Written(tuple(readers.games_to_build()), readers.quarantine_to_build()) if ok else None
 
 
@@ -261,11 +270,13 @@ def build_once(
     size: CycleSize = CycleSize(),
     whole: bool = True,
     upkeep: UpkeepPolicy | None = None,
+    gold_threads: int = DEFAULT_GOLD_THREADS,
 ) -> int | None:
     """One build reading at most ``size``'s bronze versions and rows: the whole project, or
     (``whole=False``) only the games with new rows; the bronze version it covered, or None when
     it failed. A small cycle's statements run interpreted (ingest/ops/codegen_mode.py). With
-    ``upkeep``, a good build's tables are compacted and vacuumed as it says."""
+    ``upkeep``, a good build's tables are compacted and vacuumed as it says. Above one
+    ``gold_threads``, a cycle builds silver on one thread and then gold on that many."""
     started = time.monotonic()
     max_rows, max_versions = size.max_rows, size.max_versions
     run_interpreted = size.runs_interpreted()
@@ -275,7 +286,7 @@ def build_once(
         watch.hand_rows_to(spark)
     watch.hand_versions_to(spark)  # marks and versions, read once from the Delta logs
     bounds = {"gamelake_slice_max_versions": max_versions, "gamelake_slice_max_rows": max_rows}
-    ok = _build(spark, as_location(watch.readers.silver_dir).parent, bounds, whole, upkeep)
+    ok = _build(spark, watch, bounds, whole, upkeep, gold_threads)
     took = time.monotonic() - started
     BUILD_SECONDS.observe(took)
     BUILDS.labels("ok" if ok else "failed").inc()
@@ -315,6 +326,7 @@ def run_continuously(
     pacing: BuildPacing,
     interpreted_below: int = INTERPRETED_BELOW_ROWS,
     upkeep: UpkeepPolicy | None = None,
+    gold_threads: int = DEFAULT_GOLD_THREADS,
 ) -> int:
     built: int | None = None
     last_start = 0.0
@@ -332,7 +344,9 @@ def run_continuously(
             last_start = time.monotonic()
             # the first build of a process builds everything (views, a game added meanwhile)
             size = CycleSize(pacing.versions(), pacing.rows(), watch.rows_after(built), interpreted_below)
-            covered = build_once(spark, watch, size, whole=built is None, upkeep=upkeep)
+            covered = build_once(
+                spark, watch, size, whole=built is None, upkeep=upkeep, gold_threads=gold_threads
+            )
             if covered is None:
                 pacing.failed(behind=version - (built if built is not None else -1))
                 log.warning(
@@ -372,6 +386,8 @@ def _refresh(args: argparse.Namespace) -> int:
             f"--checkpoint-commits {args.checkpoint_commits}: give a number of commits, or 0 to leave"
             " checkpoints to Spark"
         )
+    if args.gold_threads < 1:
+        raise ConfigError(f"--gold-threads {args.gold_threads}: give a number of dbt threads, 1 or more")
     if args.min_interval < 0:
         raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
     for flag, value, unit in (
@@ -410,7 +426,7 @@ def _refresh(args: argparse.Namespace) -> int:
     try:
         pacing = BuildPacing(args.min_interval, args.max_versions_per_build, args.max_rows_per_build)
         upkeep = UpkeepPolicy(args.compact_files, args.vacuum_hours, args.checkpoint_commits)
-        return run_continuously(spark, watch, pacing, args.interpreted_below_rows, upkeep)
+        return run_continuously(spark, watch, pacing, args.interpreted_below_rows, upkeep, args.gold_threads)
     finally:
         if server is not None:
             server.shutdown()
@@ -475,6 +491,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="with --continuous, after a good build checkpoint a table it wrote (delta-rs) once this many "
         "commits have followed its last checkpoint, a few tables a build (0: leave checkpoints to Spark, "
         f"every {SPARK_INTERVAL}th commit; default {DEFAULT_CHECKPOINT_COMMITS})",
+    )
+    parser.add_argument(
+        "--gold-threads",
+        type=int,
+        default=DEFAULT_GOLD_THREADS,
+        help="with --continuous, the dbt threads gold is built on, after silver on one (1: silver and gold "
+        f"in one invocation on one thread; default {DEFAULT_GOLD_THREADS})",
     )
     parser.add_argument(
         "--metrics-port", type=int, default=9109, help="port of the refresh's /metrics (0 disables; 9109)"

@@ -15,6 +15,7 @@ cycle's second invocation (``spark.gamelake.slice_facts``, macros/medallion/bron
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,8 @@ QUARANTINE = "silver_quarantine"
 ANY_GAME = "*"
 # the all-games gold check; the refresh leaves it to dbt build and dbt test
 GOLD_CHECK = "assert_gold_rows_valid"
+_LEFT_TO_DBT_BUILD = ("--exclude", SLICE_MODEL, "tag:audit", GOLD_CHECK)
+_WENT_THROUGH = {"success", "pass", "warn", "no-op"}  # dbt's node statuses that stop nothing
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,83 @@ def build_selection(readers: SliceReaders) -> list[str]:
 
 
 def after_slice_args(selection: list[str]) -> list[str]:
-    """``dbt build`` arguments for a cycle's second step: the selection, not the slice again, not
-    the whole-table audit, and not the whole-gold check, which reads every built gold table's new
-    snapshot; gold's MERGE guards its key instead (doc/DESIGN.md)."""
-    return ["build", "--select", *selection, "--exclude", SLICE_MODEL, "tag:audit", GOLD_CHECK]
+    """``dbt build`` arguments for a cycle's second step in one invocation: the selection, not the
+    slice again, not the whole-table audit, and not the whole-gold check, which reads every built
+    gold table's new snapshot; gold's MERGE guards its key instead (doc/DESIGN.md)."""
+    return ["build", "--select", *selection, *_LEFT_TO_DBT_BUILD]
+
+
+def silver_step_args(selection: list[str]) -> list[str]:
+    """The second step's first half: the bronze readers of the selection and their checks, on
+    one thread (a reader's mark is a conf of the shared session: macros/medallion/session_threads.sql)."""
+    readers = [chosen.removesuffix("+") for chosen in selection]
+    return ["build", "--select", *readers, *_LEFT_TO_DBT_BUILD, "--threads", "1"]
+
+
+def gold_step_args(selection: list[str], threads: int, stopped: tuple[str, ...] = ()) -> list[str]:
+    """The second half: gold below the selected games' silver, on ``threads`` threads, but not
+    below a ``stopped`` model of the first half (as one ``dbt build`` would skip it); empty when no
+    game is left. Tests are taken only when all their parents are gold of this step
+    (``cautious``), so the silver check the first half ran is not run again."""
+    games = [
+        chosen
+        for chosen in selection
+        if chosen != f"{QUARANTINE}+" and chosen.removesuffix("+") not in stopped
+    ]
+    if not games:
+        return []
+    gold = [f"{game},path:models/gold" for game in games]
+    return [
+        "build",
+        "--select",
+        *gold,
+        *_LEFT_TO_DBT_BUILD,
+        "--indirect-selection",
+        "cautious",
+        "--threads",
+        str(threads),
+    ]
+
+
+def build_after_slice(
+    invoke: Callable[..., Any],
+    selection: list[str],
+    extra: list[str],
+    gold_threads: int,
+    before_gold: Callable[[], None],
+) -> bool:
+    """A cycle's second step; ``invoke(*args)`` runs dbt and returns its ``dbtRunnerResult``. With
+    one gold thread, one invocation; with more, silver on one thread, then gold on
+    ``gold_threads`` (a gold model waits on Spark's driver half its time, when another model's
+    jobs can run: bench/results/gold_threads.md). ``before_gold`` hands the gold step silver's
+    new Delta versions: gold reads silver as of the version it is handed, and the gold step
+    builds no silver that would tell it to read one further (gamelake_table_version). Whether
+    every node went through."""
+    if gold_threads <= 1:
+        return bool(invoke(*after_slice_args(selection), *extra).success)
+    silver = invoke(*silver_step_args(selection), *extra)
+    if silver.result is None or silver.exception is not None:
+        return False  # stopped before any node ran: a parse error, the lock refused
+    gold = gold_step_args(selection, gold_threads, failed_in(silver.result.results))
+    if gold:
+        before_gold()
+    gold_ok = not gold or bool(invoke(*gold, *extra).success)
+    return bool(silver.success) and gold_ok
+
+
+def failed_in(results: Any) -> tuple[str, ...]:
+    """The models a failed node of dbt's ``results`` stops: a model that did not build, and the
+    parents of a test that did not pass (``dbt build`` skips what is below either; a node it
+    skipped stops what is below it too)."""
+    stopped: list[str] = []
+    for result in results or ():
+        if str(result.status) in _WENT_THROUGH:
+            continue
+        node = result.node
+        if node.resource_type == "test":
+            stopped += [
+                parent.rsplit(".", 1)[-1] for parent in node.depends_on.nodes if parent.startswith("model.")
+            ]
+        else:
+            stopped.append(node.name)
+    return tuple(dict.fromkeys(stopped))

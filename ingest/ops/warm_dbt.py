@@ -1,11 +1,12 @@
 """dbt invoked in this process with its project parsed once: the continuous refresh's runner.
 
 Each ``dbtRunner().invoke`` loads the project again (partial parsing still reads every file,
-checks it, and writes target/manifest.json), and a refresh cycle makes two invocations (the
-slice, then the games with rows in it). dbt takes a parsed manifest instead
-(``dbtRunner(manifest=...)``), so the refresh parses once and reuses it while the project's
-files and the ``--vars`` it parsed with are unchanged: a file edited, added or removed under the
-project (``ingest games sync`` adding a game, a seed edit) parses it again before the next call.
+checks it, and writes target/manifest.json), and a refresh cycle makes two or three invocations
+(the slice, then the games with rows in it: their silver, then their gold). dbt takes a parsed
+manifest instead (``dbtRunner(manifest=...)``), so the refresh parses once and reuses it while
+the project's files and the ``--vars`` it parsed with are unchanged: a file edited, added or
+removed under the project (``ingest games sync`` adding a game, a seed edit) parses it again
+before the next call.
 """
 
 from __future__ import annotations

@@ -27,7 +27,12 @@ from ingest.ops import docs_site
 from ingest.ops.bronze_marks import HANDED_CONF, BronzeMark, ReaderMarks, bronze_mark, committed_mark
 from ingest.ops.bronze_watch import VERSIONS_CONF, BronzeWatch
 from ingest.ops.cycle_facts import GOLD_MARKS_CONF, handing_cycle_facts
-from ingest.ops.refresh_selection import after_slice_args, build_selection, read_slice_readers
+from ingest.ops.refresh_selection import (
+    after_slice_args,
+    build_after_slice,
+    build_selection,
+    read_slice_readers,
+)
 from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -652,6 +657,48 @@ def test_facts_handed_over_by_the_refresh_are_read_as_handed(
     assert _stored_silver_versions(lake, player_agg) == held, "the handed mark was not the one read"
     lake.build("gold asking Spark for its mark", f"gold_{ACTIVE}_player_agg", f"gold_{ACTIVE}_daily_active")
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+
+
+def test_a_cycle_builds_gold_on_threads_after_silver_on_one(lake: Lake, writer: support.BronzeWriter) -> None:
+    # `ingest refresh --gold-threads 2` splits a cycle's second step: silver on one thread (a
+    # reader's mark is a conf of the shared session), then gold on two in the same session. dbt
+    # takes the threads for gold alone, and the gold step runs no check of silver again. As the
+    # refresh does, the versions are handed over before the cycle, and silver's new ones again
+    # before the gold step: gold reads silver as of the version it is handed, so handed the one
+    # before silver's insert, it would hold none of this cycle's rows (and read files an upkeep
+    # with --vacuum-hours 0 has deleted).
+    silver_dir = _table_dir(lake, f"silver.silver_{ACTIVE}").parent
+    watch = BronzeWatch(lake.bronze_path, ReaderMarks(silver_dir))
+    steps: list[Any] = []
+
+    def invoke(*args: str) -> Any:
+        steps.append(lake.dbt(*args))
+        return steps[-1]
+
+    try:
+        for cycle in range(2):
+            batch = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(10)]
+            lake.land(batch, support.schema_for(4))
+            watch.version()
+            watch.hand_versions_to(lake.spark)
+            lake.build(f"cycle {cycle}: the slice", "stg_bronze__new_events")
+            selection = build_selection(read_slice_readers(lake.spark))
+            assert build_after_slice(
+                invoke, selection, [], gold_threads=2, before_gold=lambda: watch.hand_versions_to(lake.spark)
+            )
+            # gold holds this cycle's silver rows, not the cycle before's
+            assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+    finally:
+        for key in (VERSIONS_CONF, HANDED_CONF):
+            lake.spark.conf.unset(key)
+    silver_step, gold_step = (
+        [r.node.name for r in step.result.results if r.node.resource_type in ("model", "test")]
+        for step in steps[-2:]
+    )
+    assert f"silver_{ACTIVE}" in silver_step and not any(name.startswith("gold_") for name in silver_step)
+    assert {f"gold_{ACTIVE}_player_agg", f"gold_{ACTIVE}_daily_active"} <= set(gold_step)
+    assert all(name.startswith("gold_") for name in gold_step), gold_step
+    assert steps[-1].result.args["threads"] == 2
 
 
 def test_the_silver_check_reads_the_dates_its_build_recorded(

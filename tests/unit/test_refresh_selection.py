@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.refresh_selection import (
     ANY_GAME,
@@ -9,7 +15,11 @@ from ingest.ops.refresh_selection import (
     SLICE_MODEL,
     SliceReaders,
     after_slice_args,
+    build_after_slice,
     build_selection,
+    failed_in,
+    gold_step_args,
+    silver_step_args,
 )
 
 
@@ -67,3 +77,96 @@ def test_the_refresh_leaves_the_audit_and_the_whole_gold_check_to_dbt_build() ->
         "the check excluded is not the project's"
     )
     assert "assert_silver_new_rows_valid" not in excluded  # the cycle's new rows are still checked
+
+
+def test_split_in_two_silver_builds_the_readers_alone_on_one_thread() -> None:
+    args = silver_step_args(["silver_alpha+", "silver_quarantine+"])
+    assert args[:4] == ["build", "--select", "silver_alpha", "silver_quarantine"]
+    assert args[-2:] == ["--threads", "1"]
+    assert {SLICE_MODEL, "tag:audit", GOLD_CHECK} <= set(args)
+
+
+def test_split_in_two_gold_builds_below_the_games_on_its_threads() -> None:
+    args = gold_step_args(["silver_alpha+", "silver_beta+", "silver_quarantine+"], threads=3)
+    selected = args[args.index("--select") + 1 : args.index("--exclude")]
+    assert selected == ["silver_alpha+,path:models/gold", "silver_beta+,path:models/gold"]
+    # the silver check ran with silver: only tests whose parents are all this step's gold
+    assert args[args.index("--indirect-selection") + 1] == "cautious"
+    assert args[-2:] == ["--threads", "3"]
+
+
+def test_split_in_two_gold_leaves_out_the_games_silver_stopped() -> None:
+    selection = ["silver_alpha+", "silver_beta+", "silver_quarantine+"]
+    args = gold_step_args(selection, threads=2, stopped=("silver_beta",))
+    assert "silver_beta+,path:models/gold" not in args and "silver_alpha+,path:models/gold" in args
+    assert gold_step_args(selection, threads=2, stopped=("silver_alpha", "silver_beta")) == []
+    assert gold_step_args(["silver_quarantine+"], threads=2) == []  # no game: no gold step
+
+
+@dataclass
+class _Node:
+    name: str
+    resource_type: str
+    parents: list[str] = field(default_factory=list)
+
+    @property
+    def depends_on(self) -> Any:
+        return SimpleNamespace(nodes=self.parents)
+
+
+@dataclass
+class _Result:
+    status: str
+    node: _Node
+
+
+def test_what_a_failed_node_stops_is_what_dbt_build_would_skip() -> None:
+    results = [
+        _Result("success", _Node("silver_alpha", "model")),
+        _Result("error", _Node("silver_beta", "model")),
+        _Result("skipped", _Node("silver_gamma", "model")),
+        _Result("pass", _Node("not_null_silver_alpha_event_id", "test", ["model.gamelake.silver_alpha"])),
+        _Result(
+            "fail",
+            _Node(
+                "assert_silver_new_rows_valid", "test", ["model.gamelake.silver_delta", "seed.gamelake.games"]
+            ),
+        ),
+    ]
+    assert failed_in(results) == ("silver_beta", "silver_gamma", "silver_delta")
+    assert failed_in(None) == ()
+
+
+def _steps_of(gold_threads: int, silver_status: str = "success") -> list[str]:
+    """What a split cycle does, in order: each dbt invocation's command and the versions handed."""
+    done: list[str] = []
+
+    def invoke(*args: str) -> Any:
+        threads = args[args.index("--threads") + 1] if "--threads" in args else "-"
+        done.append(f"dbt {args[0]} threads={threads}")
+        results = [_Result(silver_status, _Node("silver_alpha", "model"))]
+        return SimpleNamespace(result=SimpleNamespace(results=results), exception=None, success=True)
+
+    build_after_slice(
+        invoke, ["silver_alpha+"], [], gold_threads, before_gold=lambda: done.append("hand versions")
+    )
+    return done
+
+
+def test_the_gold_step_is_handed_silvers_new_versions_after_the_silver_step() -> None:
+    # gold reads silver as of the version it is handed; handed before silver's insert, it would
+    # read the version before it, whose files the upkeep may already have vacuumed
+    assert _steps_of(gold_threads=2) == ["dbt build threads=1", "hand versions", "dbt build threads=2"]
+    assert _steps_of(gold_threads=1) == ["dbt build threads=-"]  # one invocation knows silver's +1
+    assert _steps_of(gold_threads=2, silver_status="error") == ["dbt build threads=1"]  # no gold step
+
+
+def test_gold_threads_below_one_are_refused_before_spark_starts() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ingest.cli", "refresh", "--continuous", "--gold-threads", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "--gold-threads 0: give a number of dbt threads, 1 or more" in done.stderr
