@@ -27,6 +27,7 @@ from deltalake import DeltaTable, Transaction
 from ingest.core.contract import Contract, load_contract
 from ingest.core.errors import ConfigError
 from ingest.landing.decode.bronze_columns import PARTITION_COLUMN, type_name
+from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.landing.records import TopicPartition, txn_app_id
 from ingest.landing.upkeep.compaction import compaction_lock
 from ingest.ops.dbt_build_lock import BuildLockHeld, holding_build_lock
@@ -58,44 +59,47 @@ from ingest.ops.migrations.table_rewrite import (
 
 
 def migrate(
-    path: Path,
+    path: Path | TableLocation,
     registry: SchemaLookup,
     app_id: str,
     progress: Progress | None = None,
     dry_run: bool = False,
-    tables_dir: Path | None = None,
+    tables_dir: Path | TableLocation | None = None,
 ) -> dict[str, Any]:
     """Convert bronze's JSON text columns, and silver's copies of them, to native types; returns
     the summary.
 
+    ``path`` and ``tables_dir`` are local folders or ``s3://`` locations (``TableLocation``).
     ``dry_run`` converts every row (so a text that cannot be read back is found) and writes nothing.
     ``tables_dir``: where dbt's tables live (``<schema>.db/<table>``). Each reader of bronze
     (reader_marks.py) must have read bronze up to its current version, and each gold table its
     silver table; their marks move past the rewrites.
     """
-    if not DeltaTable.is_deltatable(str(path)):
-        raise ConfigError(f"there is no bronze table at {path}: check warehouse_dir; nothing to migrate")
-    with compaction_lock(path) as locked:
+    bronze = as_location(path)
+    tables = as_location(tables_dir) if tables_dir is not None else None
+    if not bronze.is_delta_table():
+        raise ConfigError(f"there is no bronze table at {bronze}: check warehouse_dir; nothing to migrate")
+    with compaction_lock(bronze) as locked:
         if not locked:
             raise MigrationError("a compaction of bronze is running: stop the service, then run this again")
         try:
-            with holding_build_lock(tables_dir, JOB) if tables_dir is not None else contextlib.nullcontext():
-                return _migrate(path, registry, app_id, progress, dry_run, tables_dir)
+            with holding_build_lock(tables, JOB) if tables is not None else contextlib.nullcontext():
+                return _migrate(bronze, registry, app_id, progress, dry_run, tables)
         except BuildLockHeld as held:
             raise MigrationError(str(held)) from None
 
 
 def _migrate(
-    path: Path,
+    bronze: TableLocation,
     registry: SchemaLookup,
     app_id: str,
     progress: Progress | None,
     dry_run: bool,
-    tables_dir: Path | None,
+    tables_dir: TableLocation | None,
 ) -> dict[str, Any]:
-    table = DeltaTable(str(path))
+    table = bronze.delta_table()
     found = readers(tables_dir) if tables_dir is not None else []
-    repaired = {} if dry_run else _repair(path, table, found, tables_dir)
+    repaired = {} if dry_run else _repair(bronze, table, found, tables_dir)
     if repaired:
         found = readers(tables_dir) if tables_dir is not None else []
     contract = load_contract()
@@ -114,7 +118,7 @@ def _migrate(
     silver = silver_rewrites(found, plan, contract, tables_dir) if tables_dir is not None else []
     files = table_files(table)
     tally = Tally(sum(f.rows for f in files) + sum(r.rows for r in silver), progress)
-    staged = _stage(path, table, files, plan, silver, contract, tally, dry_run)
+    staged = _stage(bronze, table, files, plan, silver, contract, tally, dry_run)
     summary["silver"] = {r.reader.name: s.summary for r, s in zip(silver, staged[:-1], strict=True)}
     summary["rows_rewritten"] = sum(f.rows for f in files)
     summary["files_rewritten"] = len(files)
@@ -128,7 +132,7 @@ def _migrate(
 
 
 def _stage(
-    path: Path,
+    bronze: TableLocation,
     table: DeltaTable,
     files: list[TableFile],
     plan: MigrationPlan,
@@ -144,12 +148,12 @@ def _stage(
         for rewrite in silver:
             staged.append(convert_silver(rewrite, plan, contract, tally, dry_run))
         target = pa.schema([f for f in plan.new_schema if f.name != PARTITION_COLUMN])
-        adds = rewrite_files(path, files, lambda batch: convert(batch, plan, target), tally, dry_run)
+        adds = rewrite_files(bronze, files, lambda batch: convert(batch, plan, target), tally, dry_run)
     except BaseException:
         for done in staged:
             remove(done.root, done.adds)
         raise
-    return [*staged, Staged(path, table, adds, plan.new_schema)]
+    return [*staged, Staged(bronze, table, adds, plan.new_schema)]
 
 
 def _commit_all(
@@ -186,11 +190,13 @@ def _refuse_if_bronze_moved(table: DeltaTable) -> None:
         )
 
 
-def _repair(path: Path, table: DeltaTable, found: list[Reader], tables_dir: Path | None) -> dict[str, int]:
+def _repair(
+    bronze: TableLocation, table: DeltaTable, found: list[Reader], tables_dir: TableLocation | None
+) -> dict[str, int]:
     """What a crashed run left undone after its rewrites: readers' marks behind them (moved past
     them). Bronze's mark of native types follows once nothing is left to convert."""
     gold = repair_gold_marks(found, tables_dir) if tables_dir is not None else {}
-    return {**gold, **repair_marks(found, path, rewrite_version(table))}
+    return {**gold, **repair_marks(found, bronze, rewrite_version(table))}
 
 
 def _summary(table: DeltaTable, plan: MigrationPlan) -> dict[str, Any]:

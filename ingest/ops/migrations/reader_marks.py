@@ -14,11 +14,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from deltalake import DeltaTable
 
-from ingest.landing.delta.log_state import commit_path
+from ingest.landing.delta.log_folder import log_folder
+from ingest.landing.delta.log_state import commit_name
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.table_properties import with_properties
 from ingest.ops.bronze_marks import MARK, MARKED_AT, bronze_mark
 
@@ -26,24 +27,33 @@ from ingest.ops.bronze_marks import MARK, MARKED_AT, bronze_mark
 @dataclass(frozen=True)
 class Reader:
     name: str  # schema.table, as dbt names it
-    path: Path
+    location: TableLocation
     table: DeltaTable
     mark: int
     columns: frozenset[str]
 
 
-def readers(tables_dir: Path) -> list[Reader]:
+def readers(tables_dir: TableLocation) -> list[Reader]:
     """The Delta tables under ``tables_dir`` (``<schema>.db/<table>``) that hold a bronze mark."""
     found = []
-    for path in sorted(tables_dir.glob("*.db/*")):
-        if not DeltaTable.is_deltatable(str(path)):
+    for name, place in _dbt_tables(tables_dir):
+        if not place.is_delta_table():
             continue
-        table = DeltaTable(str(path))
-        name = f"{path.parent.name.removesuffix('.db')}.{path.name}"
+        table = place.delta_table()
         mark = bronze_mark(table, name)
         if mark is not None:
             columns = frozenset(table.schema().to_arrow().names)
-            found.append(Reader(name, path, table, mark.version, columns))
+            found.append(Reader(name, place, table, mark.version, columns))
+    return found
+
+
+def _dbt_tables(tables_dir: TableLocation) -> list[tuple[str, TableLocation]]:
+    """Each folder (on S3, prefix) ``<schema>.db/<table>`` under ``tables_dir``, as ``schema.table``."""
+    found = []
+    for schema in (name for name in tables_dir.child_folders() if name.endswith(".db")):
+        folder = tables_dir.child(schema)
+        prefix = schema.removesuffix(".db")
+        found += [(f"{prefix}.{name}", folder.child(name)) for name in folder.child_folders()]
     return found
 
 
@@ -52,16 +62,17 @@ def readers_behind(found: list[Reader], bronze_version: int) -> list[str]:
     return [f"{r.name} has read bronze up to version {r.mark}" for r in found if r.mark != bronze_version]
 
 
-def inserting_versions(path: Path, after: int, upto: int) -> list[int]:
-    """The versions in (``after``, ``upto``] of the table at ``path`` that add rows (an ``add``
-    marked as a data change): what a change feed read of that range finds inserted. Raises
-    FileNotFoundError when the log no longer holds one of them."""
+def inserting_versions(table: TableLocation, after: int, upto: int) -> list[int]:
+    """The versions in (``after``, ``upto``] of ``table`` that add rows (an ``add`` marked as a
+    data change): what a change feed read of that range finds inserted. Raises FileNotFoundError
+    when the log no longer holds one of them."""
+    log = log_folder(table)
     found = []
     for version in range(after + 1, upto + 1):
-        commit = commit_path(path / "_delta_log", version)
-        if not commit.exists():
-            raise FileNotFoundError(f"{commit} (the log was cleaned up to a checkpoint)")
-        for line in commit.read_text().splitlines():
+        commit = log.read_text(commit_name(version))
+        if commit is None:
+            raise FileNotFoundError(f"{log}/{commit_name(version)} (the log was cleaned up to a checkpoint)")
+        for line in commit.splitlines():
             add = json.loads(line).get("add")
             if add is not None and add.get("dataChange", True):
                 found.append(version)
@@ -69,10 +80,10 @@ def inserting_versions(path: Path, after: int, upto: int) -> list[int]:
     return found
 
 
-def has_read_all(path: Path, mark: int, upto: int) -> bool:
-    """Whether a reader at ``mark`` has read every insert of the table at ``path`` up to ``upto``."""
+def has_read_all(table: TableLocation, mark: int, upto: int) -> bool:
+    """Whether a reader at ``mark`` has read every insert of ``table`` up to ``upto``."""
     try:
-        return not inserting_versions(path, mark, upto)
+        return not inserting_versions(table, mark, upto)
     except FileNotFoundError:
         return False
 
@@ -84,7 +95,7 @@ def move_marks(found: list[Reader], version: int) -> None:
         with_properties(r.table, {MARK: str(version), MARKED_AT: now})
 
 
-def repair_marks(found: list[Reader], bronze: Path, rewritten: int | None) -> dict[str, int]:
+def repair_marks(found: list[Reader], bronze: TableLocation, rewritten: int | None) -> dict[str, int]:
     """Each reader that has read every insert of bronze before its rewrite at version
     ``rewritten`` has read up to it: the marks a crash left behind that rewrite, moved."""
     if rewritten is None:

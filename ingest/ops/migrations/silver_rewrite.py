@@ -17,7 +17,6 @@ finds the rewrite in silver's history.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +24,7 @@ import pyarrow as pa
 from ingest.core.contract import Contract
 from ingest.games.layout import silver_table
 from ingest.landing.decode.bronze_columns import PARTITION_COLUMN, type_name
+from ingest.landing.delta.table_location import TableLocation
 from ingest.ops.gold_marks import GoldReader, gold_readers, move_gold_mark
 from ingest.ops.migrations.json_text_convert import convert
 from ingest.ops.migrations.json_text_plan import MigrationError, MigrationPlan, TypeKey
@@ -57,7 +57,7 @@ class SilverRewrite:
 
 
 def silver_rewrites(
-    found: list[Reader], plan: MigrationPlan, contract: Contract, tables_dir: Path
+    found: list[Reader], plan: MigrationPlan, contract: Contract, tables_dir: TableLocation
 ) -> list[SilverRewrite]:
     """Each reader of bronze that holds a converted column as text. Refuses, before anything is
     written, when one lacks the columns the conversion reads, or a gold table has not read it all."""
@@ -97,18 +97,18 @@ def convert_silver(
     rewrite: SilverRewrite, plan: MigrationPlan, contract: Contract, tally: Tally, dry_run: bool
 ) -> Staged:
     """One silver table's new files (none when ``dry_run``), not committed yet."""
-    table, path = rewrite.reader.table, rewrite.reader.path
+    table, location = rewrite.reader.table, rewrite.reader.location
     old = pa.schema(table.schema().to_arrow())
     converted = {name: plan.new_types[bronze] for name, bronze in rewrite.columns.items()}
     new_schema = pa.schema([pa.field(f.name, converted[f.name]) if f.name in converted else f for f in old])
     target = pa.schema([f for f in new_schema if f.name != PARTITION_COLUMN])
     files = rewrite.files
-    adds = rewrite_files(path, files, _converter(rewrite, plan, contract, target), tally, dry_run)
+    adds = rewrite_files(location, files, _converter(rewrite, plan, contract, target), tally, dry_run)
     summary = {
         "rows_rewritten": sum(f.rows for f in files),
         "columns_converted": {name: type_name(t) for name, t in converted.items()},
     }
-    return Staged(path, table, adds, new_schema, summary)
+    return Staged(location, table, adds, new_schema, summary)
 
 
 def commit_silver(rewrite: SilverRewrite, staged: Staged) -> dict[str, Any]:
@@ -117,7 +117,7 @@ def commit_silver(rewrite: SilverRewrite, staged: Staged) -> dict[str, Any]:
     return {"version": version, "gold_marks_moved": move_past(rewrite.reader, rewrite.golds, version)}
 
 
-def repair_gold_marks(found: list[Reader], tables_dir: Path) -> dict[str, int]:
+def repair_gold_marks(found: list[Reader], tables_dir: TableLocation) -> dict[str, int]:
     """The gold marks a crashed run left before its rewrite of a silver table, moved past it."""
     moved: dict[str, int] = {}
     for reader in found:
@@ -135,7 +135,7 @@ def move_past(reader: Reader, golds: list[GoldReader], version: int) -> dict[str
         if (
             gold.mark is not None
             and gold.mark < version
-            and has_read_all(reader.path, gold.mark, version - 1)
+            and has_read_all(reader.location, gold.mark, version - 1)
         ):
             move_gold_mark(gold, version)
             moved[gold.name] = version
@@ -161,7 +161,7 @@ def _refuse_unless_read(reader: Reader, golds: list[GoldReader]) -> None:
         if gold.mark is None:
             continue  # it recomputes from a silver snapshot at its next build
         try:
-            unread = inserting_versions(reader.path, gold.mark, current)
+            unread = inserting_versions(reader.location, gold.mark, current)
         except FileNotFoundError as err:
             unread, why = [-1], f" ({err})"
         else:

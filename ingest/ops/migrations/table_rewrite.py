@@ -18,7 +18,6 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -29,7 +28,9 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction
 
 from ingest.landing.decode.bronze_columns import PARTITION_COLUMN
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.tables import write_part
+from ingest.ops.migrations.data_files import open_data_file, remove_data_files
 from ingest.ops.migrations.json_text_plan import MigrationError
 
 BATCH_ROWS = 20_000  # rows rebuilt at once: their Python messages are the migration's memory
@@ -52,7 +53,7 @@ class TableFile:
 class Staged:
     """A table's new files, written and not committed, with its new schema and what was done."""
 
-    root: Path
+    root: TableLocation
     table: DeltaTable
     adds: list[AddAction]
     schema: pa.Schema
@@ -86,7 +87,7 @@ def table_files(table: DeltaTable) -> list[TableFile]:
 
 
 def rewrite_files(
-    root: Path, files: list[TableFile], convert: Convert, tally: Tally, dry_run: bool
+    root: TableLocation, files: list[TableFile], convert: Convert, tally: Tally, dry_run: bool
 ) -> list[AddAction]:
     """A new file per old file (none when ``dry_run``); on any failure the new files are removed
     before raising. Timestamps Spark wrote as INT96 are read in microseconds, as Delta keeps them."""
@@ -94,7 +95,7 @@ def rewrite_files(
     try:
         for file in files:
             parts = []
-            source = pq.ParquetFile(root / file.path, coerce_int96_timestamp_unit="us")
+            source = pq.ParquetFile(open_data_file(root, file.path), coerce_int96_timestamp_unit="us")
             for batch in source.iter_batches(batch_size=BATCH_ROWS):
                 parts.append(convert(pa.Table.from_batches([batch])))
                 tally.add(batch.num_rows)
@@ -154,10 +155,9 @@ def remove_uncommitted(staged: Staged) -> None:
     landed: its files are then the table's, and removing them would break it."""
     if not staged.adds:
         return
-    live = set(DeltaTable(str(staged.root)).get_add_actions(flatten=True).column("path").to_pylist())
+    live = set(staged.root.delta_table().get_add_actions(flatten=True).column("path").to_pylist())
     remove(staged.root, [add for add in staged.adds if add.path not in live])
 
 
-def remove(root: Path, adds: list[AddAction]) -> None:
-    for add in adds:
-        (root / add.path).unlink(missing_ok=True)
+def remove(root: TableLocation, adds: list[AddAction]) -> None:
+    remove_data_files(root, [add.path for add in adds])
