@@ -32,12 +32,12 @@ def _migrate_command(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     summary = migrate(
-        settings.bronze_path,
+        settings.landing_table("game_events"),
         SchemaRegistryClient(settings),
         settings.app_id,
         _progress(),
         args.dry_run,
-        settings.dbt_tables_dir,
+        settings.dbt_tables_location,
     )
     print(json.dumps(summary, indent=2))
     return 0

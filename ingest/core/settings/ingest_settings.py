@@ -109,7 +109,7 @@ class IngestSettings(BaseSettings):
         None,
         description="s3://bucket/prefix: the landing tables (bronze, dead letters, event log) on S3 "
         "under <uri>/bronze/, in place of warehouse_dir; credentials and endpoint from the standard AWS "
-        "settings. All but the migrations reach them there.",
+        "settings. Every command reaches them there.",
     )
     dbt_warehouse_dir: Path | None = Field(
         None,
@@ -304,11 +304,12 @@ class IngestSettings(BaseSettings):
         return self.warehouse_dir / "bronze" / name
 
     def _local_landing(self, name: str) -> Path:
-        """For the commands that read local tables only: a clear refusal when they are on S3."""
+        """A landing table's local folder, for code that reads local tables only: a clear refusal
+        when they are on S3 (``landing_table`` reaches both)."""
         if self.warehouse_uri is not None:
             raise ConfigError(
-                f"the landing tables are on object storage ({self.warehouse_uri}), which the migrations do "
-                "not reach yet: unset warehouse_uri (GAMELAKE_INGEST_WAREHOUSE_URI) for this command"
+                f"the landing tables are on object storage ({self.warehouse_uri}), not under warehouse_dir: "
+                "unset warehouse_uri (GAMELAKE_INGEST_WAREHOUSE_URI) for this command"
             )
         return self.warehouse_dir / "bronze" / name
 

@@ -59,12 +59,12 @@ from ingest.ops.migrations.table_rewrite import (
 
 
 def migrate(
-    path: Path | TableLocation,
+    path: Path | str | TableLocation,
     registry: SchemaLookup,
     app_id: str,
     progress: Progress | None = None,
     dry_run: bool = False,
-    tables_dir: Path | TableLocation | None = None,
+    tables_dir: Path | str | TableLocation | None = None,
 ) -> dict[str, Any]:
     """Convert bronze's JSON text columns, and silver's copies of them, to native types; returns
     the summary.
@@ -78,7 +78,9 @@ def migrate(
     bronze = as_location(path)
     tables = as_location(tables_dir) if tables_dir is not None else None
     if not bronze.is_delta_table():
-        raise ConfigError(f"there is no bronze table at {bronze}: check warehouse_dir; nothing to migrate")
+        raise ConfigError(
+            f"there is no bronze table at {bronze}: check warehouse_dir or warehouse_uri; nothing to migrate"
+        )
     with compaction_lock(bronze) as locked:
         if not locked:
             raise MigrationError("a compaction of bronze is running: stop the service, then run this again")
