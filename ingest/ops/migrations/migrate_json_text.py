@@ -12,7 +12,9 @@ silver table that holds a converted column is rewritten first, one commit each
 (silver_rewrite.py), with its gold tables' marks moved past it; then bronze; then the readers'
 bronze marks move past bronze's rewrite. A rerun skips the silver tables already native, and
 moves the marks that a crash left behind a rewrite. dbt's build lock is held throughout, so no
-build reads bronze's text into a silver table that is native already.
+build reads bronze's text into a silver table that is native already, and so is bronze's
+compaction lock, so that no OPTIMIZE brings old files back (kept_lock.py). Both hold across
+hosts when the tables are on S3.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ingest.ops.dbt_build_lock import BuildLockHeld, holding_build_lock
 from ingest.ops.migrations import json_text_marker
 from ingest.ops.migrations.json_text_convert import convert
 from ingest.ops.migrations.json_text_plan import MigrationError, MigrationPlan, SchemaLookup, plan_migration
+from ingest.ops.migrations.kept_lock import KeptLock
 from ingest.ops.migrations.reader_marks import Reader, move_marks, readers, readers_behind, repair_marks
 from ingest.ops.migrations.silver_rewrite import (
     SilverRewrite,
@@ -86,7 +89,7 @@ def migrate(
             raise MigrationError("a compaction of bronze is running: stop the service, then run this again")
         try:
             with holding_build_lock(tables, JOB) if tables is not None else contextlib.nullcontext():
-                return _migrate(bronze, registry, app_id, progress, dry_run, tables)
+                return _migrate(bronze, registry, app_id, KeptLock(locked), progress, dry_run, tables)
         except BuildLockHeld as held:
             raise MigrationError(str(held)) from None
 
@@ -95,6 +98,7 @@ def _migrate(
     bronze: TableLocation,
     registry: SchemaLookup,
     app_id: str,
+    lock: KeptLock,
     progress: Progress | None,
     dry_run: bool,
     tables_dir: TableLocation | None,
@@ -119,14 +123,14 @@ def _migrate(
         )
     silver = silver_rewrites(found, plan, contract, tables_dir) if tables_dir is not None else []
     files = table_files(table)
-    tally = Tally(sum(f.rows for f in files) + sum(r.rows for r in silver), progress)
+    tally = Tally(sum(f.rows for f in files) + sum(r.rows for r in silver), lock.reporting(progress))
     staged = _stage(bronze, table, files, plan, silver, contract, tally, dry_run)
     summary["silver"] = {r.reader.name: s.summary for r, s in zip(silver, staged[:-1], strict=True)}
     summary["rows_rewritten"] = sum(f.rows for f in files)
     summary["files_rewritten"] = len(files)
     if dry_run:
         return {**summary, "dry_run": True}
-    summary.update(_commit_all(table, app_id, silver, staged, summary["silver"]))
+    summary.update(_commit_all(table, app_id, lock, silver, staged, summary["silver"]))
     json_text_marker.mark_typed(table)
     move_marks(found, table.version())
     summary["reader_marks_moved"] = {r.name: table.version() for r in found}
@@ -161,12 +165,14 @@ def _stage(
 def _commit_all(
     table: DeltaTable,
     app_id: str,
+    lock: KeptLock,
     silver: list[SilverRewrite],
     staged: list[Staged],
     silver_summary: dict[str, dict[str, Any]],
 ) -> dict[str, Any]:
     """Each silver table's commit, then bronze's (staged last); what is not committed is removed."""
     try:
+        lock.renew()  # a lease for the commits ahead: no compaction may follow bronze's
         _refuse_if_bronze_moved(table)
         for rewrite, done in zip(silver, staged[:-1], strict=True):
             silver_summary[rewrite.reader.name].update(commit_silver(rewrite, done))
