@@ -142,11 +142,66 @@ def _commits(log) -> list[dict]:
     return [line for line in _events(log) if line.get("event") == "batch"]
 
 
-def test_a_command_that_reads_local_tables_only_refuses_s3_naming_the_setting(
+def test_an_old_bronze_on_s3_is_migrated_to_native_types_keeping_its_rows_and_offsets(
     stack, fresh_topic, on_s3, tmp_path
 ):
+    """As test_ingest_native_types.py's old bronze, landed on S3: the migration's dry run converts
+    every row and changes nothing; the migration then converts the JSON text columns in place,
+    every row and the Kafka offset kept, and nothing is left on the local disk."""
+    from deltalake import CommitProperties, Transaction, write_deltalake
+    from gamelake_dev.producer.publish import ensure_topic
+    from gamelake_dev.studio_schema import comparable
+
+    from ingest.core.settings.object_storage import s3_access
+    from ingest.landing.records import TopicPartition, txn_app_id
+    from tests.integration.ingest_support import registry_client
+    from tests.integration.test_ingest_native_types import _produce
+    from tests.unit.test_native_migration import _after_migration, _old_table
+
+    ensure_topic(stack.endpoints(fresh_topic), partitions=1)
+    sent = _produce(stack, fresh_topic, 1, 10)
+    schema_id = registry_client(stack.registry_url).get_latest_version(f"{fresh_topic}-value").schema_id
+    old = _old_table(sent)
+    coordinates = {
+        "_kafka_topic": pa.array([fresh_topic] * 10),
+        "_schema_id": pa.array([schema_id] * 10, pa.int32()),
+    }
+    for name, values in coordinates.items():
+        old = old.set_column(old.schema.get_field_index(name), name, values)
+    partition = txn_app_id("gamelake-ingest", TopicPartition(fresh_topic, 0))
+    write_deltalake(
+        f"{on_s3}/bronze/game_events",
+        old,
+        partition_by=["event_date"],
+        commit_properties=CommitProperties(app_transactions=[Transaction(partition, 9)]),
+        storage_options=s3_access(on_s3).delta_rs_options(),
+    )
+    landed = s3_table(on_s3, "game_events")
+    assert pa.types.is_string(pa.schema(landed.schema().to_arrow()).field("loadout").type)
     env = _env(stack, fresh_topic, tmp_path, on_s3)
-    done = ingest_cli(env, "bronze", "migrate-native-types", "--dry-run")
-    assert done.returncode != 0
-    assert "GAMELAKE_INGEST_WAREHOUSE_URI" in done.stderr and "object storage" in done.stderr
-    assert "Traceback" not in done.stderr
+
+    dry = ingest_cli(env, "bronze", "migrate-native-types", "--dry-run")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "object storage" not in dry.stderr
+    planned = json.loads(dry.stdout)
+    assert planned["dry_run"] and planned["rows_rewritten"] == 10
+    assert planned["bronze"].startswith(on_s3)
+    assert s3_table(on_s3, "game_events").version() == landed.version(), "a dry run writes nothing"
+
+    migrated = ingest_cli(env, "bronze", "migrate-native-types")
+    assert migrated.returncode == 0, migrated.stderr[-3000:]
+    summary = json.loads(migrated.stdout)
+    assert summary["rows_rewritten"] == 10 and "loadout" in summary["columns_converted"]
+    assert summary["app_transactions_kept"] == 1
+    assert "10 / 10 rows" in migrated.stderr
+
+    bronze = s3_table(on_s3, "game_events")
+    assert not pa.types.is_string(pa.schema(bronze.schema().to_arrow()).field("loadout").type)
+    assert bronze.transaction_version(partition) == 9
+    rows = {r["event_id"]: r for r in bronze.to_pyarrow_table().to_pylist()}
+    assert len(rows) == 10
+    for m in sent:
+        assert comparable(rows[m.event_id]) == _after_migration(m), m.event_id
+    again = ingest_cli(env, "bronze", "migrate-native-types")
+    assert again.returncode == 0 and json.loads(again.stdout)["rows_rewritten"] == 0, again.stderr[-3000:]
+    assert not (tmp_path / "local" / "bronze").exists(), "nothing was written to the local disk"
