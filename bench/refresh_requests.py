@@ -151,7 +151,7 @@ def main() -> int:
         print(json.dumps(_side(args.side, args)))
         return 0
     sides = {}
-    settings = [f"--{name}={value}" for name, value in vars(args).items() if name != "side"]
+    settings = [f"--{name.replace('_', '-')}={value}" for name, value in vars(args).items() if name != "side"]
     for storage in ("local disk", "s3"):
         done = subprocess.run(
             [sys.executable, "-m", "bench.refresh_requests", *settings, "--side", storage],
