@@ -20,6 +20,7 @@ from ingest.ops.bronze_marks import (
     committed_mark,
     property_mark,
 )
+from ingest.ops.dbt_build_lock import LOCK_TABLE
 
 AT = "2026-11-26 06:00:00"
 QUARANTINE = "silver.silver_quarantine"
@@ -91,3 +92,13 @@ def test_a_mark_without_its_time_is_not_handed_to_the_build(tmp_path: Path) -> N
     _write(silver / "silver_b")
     with_properties(DeltaTable(str(silver / "silver_b")), {MARK: "4"})
     assert json.loads(ReaderMarks(silver).handed()) == {"silver.silver_a": [3, AT]}
+
+
+def test_the_build_locks_table_is_not_read_as_a_reader(tmp_path: Path) -> None:
+    # it sits in silver's schema and commits twice a cycle, so its history would be read each time
+    silver = tmp_path / "silver.db"
+    _write(silver / "silver_a", _metadata("silver.silver_a", 3))
+    _write(silver / LOCK_TABLE.name)
+    readers = ReaderMarks(silver)
+    assert readers.read() == {"silver.silver_a": BronzeMark(3, AT)}
+    assert readers.versions() == {"silver.silver_a": 0}
