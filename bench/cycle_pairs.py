@@ -1,7 +1,8 @@
 """A change to the refresh cycle, measured in pairs: warm refresh cycles with and without it, in
 turn, in one Spark session.
 
-    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N [--games 5] [--pairs 4] [--new 6000]
+    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|histogram
+                                [--games 5] [--pairs 4] [--new 6000]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
 
@@ -12,7 +13,9 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   test``, against running it in the cycle;
 * ``gold-threads-N``: the second step split, silver on one thread and then gold on N dbt threads
   in the one Spark session (``ingest refresh --gold-threads N``), against one invocation on one
-  thread.
+  thread;
+* ``histogram``: the refresh with Delta's file size histogram left out of each snapshot's state
+  (``spark.databricks.delta.fileSizeHistogramMetrics.enabled=false``), against Delta's default.
 
 On bench.refresh_profile's private lakehouse (the repo's dbt project as it is now, 60,000 events
 of history), one warm-up cycle runs, then ``--pairs`` pairs of blocks, one block per side. A
@@ -44,6 +47,9 @@ from ingest.ops.refresh_selection import GOLD_CHECK, after_slice_args
 from ingest.ops.warm_dbt import WarmDbt
 
 RESULTS_DIR = PROJECT_DIR / "bench" / "results"
+# Delta 4.4 adds an imperative aggregate (a file size histogram) to every snapshot's state
+# reconstruction, which a MERGE's scan of gold runs (delta-io/delta#6854)
+HISTOGRAM_CONF = "spark.databricks.delta.fileSizeHistogramMetrics.enabled"
 
 
 def with_gold_check(selection: list[str]) -> list[str]:
@@ -60,6 +66,7 @@ class Comparison:
     results: Path
     heading: str  # the results file's first line
     sides: dict[str, dict[str, Any]] = field(default_factory=dict)  # side -> _cycle's keywords
+    confs: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> Spark confs for its cycles
 
 
 COMPARISONS = {
@@ -88,6 +95,14 @@ COMPARISONS = {
         )
         for n in (2, 3, 4)
     },
+    "histogram": Comparison(
+        "Warm refresh cycles without and with Delta's file size histogram in each snapshot's state",
+        RESULTS_DIR / "snapshot_histogram_pairs.md",
+        "# Delta's file size histogram in the snapshot state, paired (bench/cycle_pairs.py --compare"
+        " histogram)\n",
+        {"histogram off": {"gold_threads": 2}, "histogram on (Delta's default)": {"gold_threads": 2}},
+        {"histogram off": {HISTOGRAM_CONF: "false"}},
+    ),
 }
 
 
@@ -102,7 +117,14 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
     def cycle(side: str) -> float:
         _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, state["games"], 0.01))
         state["next_id"] += new
-        took, results, _ = _cycle(runner, spark, None, "refresh", watch, new, **comparison.sides[side])
+        confs = comparison.confs.get(side, {})
+        for key, value in confs.items():
+            spark.conf.set(key, value)
+        try:
+            took, results, _ = _cycle(runner, spark, None, "refresh", watch, new, **comparison.sides[side])
+        finally:
+            for key in confs:
+                spark.conf.unset(key)
         failed = [r.node.name for r in results if r.status not in ("success", "pass")]
         if failed:
             raise SystemExit(f"the cycle failed: {failed}")
