@@ -38,7 +38,8 @@ from tests.integration.ingest_support import wait_until
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 GAMES = {"alpha": True, "quiet": True}
-ALPHA_BATCHES = 4  # bronze versions with alpha's events only, after the first with both games
+ALPHA_BATCHES = 2  # bronze versions with alpha's events only, after the first with both games:
+# two builds after the first show the upkeep repeating on tables it has already compacted
 
 
 def _batches(writer: support.BronzeWriter) -> list[list[dict[str, Any]]]:
