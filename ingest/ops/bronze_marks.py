@@ -129,6 +129,22 @@ class ReaderMarks:
         """Each table's Delta version as the last ``read`` found it, marked or not."""
         return {f"{self.schema}.{name}": seen.version for name, seen in self._seen.items()}
 
+    def read_versions(self) -> dict[str, int]:
+        """Each table the last ``read`` found, at its Delta version now: its open table follows the
+        commits made since, and no history is read (a cycle's gold step needs versions, not marks).
+        The marks stay as read at their versions, so the next ``read`` reads a moved table's again.
+        A table made since is left out, and the build asks Spark for its version. Unlike ``read``,
+        no table is checked for having been made again (``_stamp``, a HEAD each on S3): between
+        a cycle's steps it holds the build lock, which every writer of silver takes."""
+        versions: dict[str, int] = {}
+        for name, seen in self._seen.items():
+            try:
+                seen.table.update_incremental()
+            except (TableNotFoundError, OSError):
+                continue  # unreadable now: the build asks Spark
+            versions[f"{self.schema}.{name}"] = seen.table.version()
+        return versions
+
     def handed(self) -> str:
         """The marks as the build reads them: {"schema.table": [version, marked_at]}. A mark
         without its time cannot be judged fresh, so the build asks that table itself."""

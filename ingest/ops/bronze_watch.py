@@ -76,7 +76,15 @@ class BronzeWatch:
         """The readers' marks, and the versions of bronze and of the readers as their Delta logs
         hold them now, read once for the build (macros/medallion/bronze_marks.sql)."""
         self.readers.hand_to(spark)
-        versions = self.readers.versions()
+        self._hand_versions(spark, self.readers.versions())
+
+    def hand_table_versions_to(self, spark: Any) -> None:
+        """The readers' versions as their Delta logs hold them now, and bronze's as polled, without
+        reading the marks again: what a cycle's gold step reads, silver as of the version its silver
+        step committed. Gold reads no reader's mark (spark.gamelake.reader_marks)."""
+        self._hand_versions(spark, self.readers.read_versions())
+
+    def _hand_versions(self, spark: Any, versions: dict[str, int]) -> None:
         if self.table is not None:
             versions[BRONZE_RELATION] = self.table.version()
         spark.conf.set(VERSIONS_CONF, json.dumps(versions))

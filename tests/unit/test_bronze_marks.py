@@ -8,9 +8,11 @@ import shutil
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from ingest.landing.delta.table_properties import with_properties
+from ingest.ops import bronze_marks
 from ingest.ops.bronze_marks import (
     MARK,
     MARKED_AT,
@@ -102,3 +104,29 @@ def test_the_build_locks_table_is_not_read_as_a_reader(tmp_path: Path) -> None:
     readers = ReaderMarks(silver)
     assert readers.read() == {"silver.silver_a": BronzeMark(3, AT)}
     assert readers.versions() == {"silver.silver_a": 0}
+
+
+def test_versions_read_again_follow_new_commits_without_reading_marks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before a cycle's gold step: silver's step has committed since the marks were read
+    silver = tmp_path / "silver.db"
+    _write(silver / "silver_a", _metadata("silver.silver_a", 2))
+    _write(silver / "silver_quarantine", _metadata(QUARANTINE, 2))
+    readers = ReaderMarks(silver)
+    marks_read: list[str] = []
+
+    def counted(table: DeltaTable, reader: str) -> BronzeMark | None:
+        marks_read.append(reader)
+        return bronze_mark(table, reader)
+
+    monkeypatch.setattr(bronze_marks, "bronze_mark", counted)
+    readers.read()
+    marks_read.clear()
+    _write(silver / "silver_a", _metadata("silver.silver_a", 6))
+    _write(silver / "silver_b")  # made since: left to the build, which asks Spark
+    assert readers.read_versions() == {"silver.silver_a": 1, QUARANTINE: 0}
+    assert marks_read == [], "a mark's history was read for versions alone"
+    # the moved table's mark is read at the next read, not kept from before its commit
+    assert readers.read() == {"silver.silver_a": BronzeMark(6, AT), QUARANTINE: BronzeMark(2, AT)}
+    assert marks_read == ["silver.silver_a", "silver.silver_b"]

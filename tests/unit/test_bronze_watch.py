@@ -1,0 +1,57 @@
+"""What the refresh's watch hands a cycle's builds: the readers' marks and bronze's and the
+readers' versions before the cycle, and before its gold step the versions alone, read again so
+that gold reads silver as of the version the silver step committed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import CommitProperties, write_deltalake
+
+from ingest.ops.bronze_marks import HANDED_CONF, MARK, MARKED_AT, ReaderMarks
+from ingest.ops.bronze_watch import BRONZE_RELATION, VERSIONS_CONF, BronzeWatch
+
+SILVER = "silver.silver_alpha"
+
+
+class _Conf:
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+
+class _Session:
+    """The one part of a SparkSession the handing touches: its runtime conf."""
+
+    def __init__(self) -> None:
+        self.conf = _Conf()
+
+
+def _append(path: Path, metadata: dict[str, object] | None = None) -> None:
+    """A commit of one row, carrying ``metadata`` as its userMetadata as Spark writes a mark."""
+    carried = CommitProperties(custom_metadata={"userMetadata": json.dumps(metadata)}) if metadata else None
+    write_deltalake(str(path), pa.table({"n": [1]}), mode="append", commit_properties=carried)
+
+
+def test_the_gold_step_is_handed_the_silver_version_committed_since_the_cycle_began(tmp_path: Path) -> None:
+    bronze, silver = tmp_path / "bronze", tmp_path / "silver.db"
+    _append(bronze)
+    _append(bronze)
+    _append(silver / "silver_alpha", {"gamelake.reader": SILVER, MARK: 1, MARKED_AT: "2026-11-26 06:00:00"})
+    watch = BronzeWatch(bronze, ReaderMarks(silver))
+    watch.version()
+    cycle = _Session()
+    watch.hand_versions_to(cycle)
+    assert json.loads(cycle.conf.values[VERSIONS_CONF]) == {SILVER: 0, BRONZE_RELATION: 1}
+    assert SILVER in json.loads(cycle.conf.values[HANDED_CONF])
+
+    _append(silver / "silver_alpha")  # the silver step's insert
+    _append(bronze)  # landed meanwhile: the cycle reads bronze up to the version it polled
+    gold_step = _Session()
+    watch.hand_table_versions_to(gold_step)
+    assert json.loads(gold_step.conf.values[VERSIONS_CONF]) == {SILVER: 1, BRONZE_RELATION: 1}
+    assert set(gold_step.conf.values) == {VERSIONS_CONF}, "gold reads no mark: none is handed again"
