@@ -246,7 +246,11 @@ def _cycle(
                     return step
 
                 build_after_slice(
-                    invoke, selection, given, gold_threads, before_gold=lambda: watch.hand_versions_to(spark)
+                    invoke,
+                    selection,
+                    given,
+                    gold_threads,
+                    before_gold=lambda: watch.hand_table_versions_to(spark),
                 )
             elif selection:
                 _, games = _dbt(project, recorder, *second(selection), *given)

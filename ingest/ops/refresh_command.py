@@ -243,7 +243,11 @@ def _build_locked(
     with handing_cycle_facts(spark, tables_dir, readers, LOCK_HELD_VAR in given):
         # the same vars: a change would re-parse
         ok = build_after_slice(
-            _DBT.invoke, selection, bound, gold_threads, before_gold=lambda: watch.hand_versions_to(spark)
+            _DBT.invoke,
+            selection,
+            bound,
+            gold_threads,
+            before_gold=lambda: watch.hand_table_versions_to(spark),
         )
     return Written(tuple(readers.games_to_build()), readers.quarantine_to_build()) if ok else None
 

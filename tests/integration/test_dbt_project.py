@@ -663,10 +663,11 @@ def test_a_cycle_builds_gold_on_threads_after_silver_on_one(lake: Lake, writer: 
     # `ingest refresh --gold-threads 2` splits a cycle's second step: silver on one thread (a
     # reader's mark is a conf of the shared session), then gold on two in the same session. dbt
     # takes the threads for gold alone, and the gold step runs no check of silver again. As the
-    # refresh does, the versions are handed over before the cycle, and silver's new ones again
-    # before the gold step: gold reads silver as of the version it is handed, so handed the one
-    # before silver's insert, it would hold none of this cycle's rows (and read files an upkeep
-    # with --vacuum-hours 0 has deleted).
+    # refresh does, the marks and versions are handed over before the cycle, and silver's new
+    # versions again before the gold step, without the marks, which gold does not read: gold
+    # reads silver as of the version it is handed, so handed the one before silver's insert, it
+    # would hold none of this cycle's rows (and read files an upkeep with --vacuum-hours 0 has
+    # deleted).
     silver_dir = _table_dir(lake, f"silver.silver_{ACTIVE}").parent
     watch = BronzeWatch(lake.bronze_path, ReaderMarks(silver_dir))
     steps: list[Any] = []
@@ -684,7 +685,11 @@ def test_a_cycle_builds_gold_on_threads_after_silver_on_one(lake: Lake, writer: 
             lake.build(f"cycle {cycle}: the slice", "stg_bronze__new_events")
             selection = build_selection(read_slice_readers(lake.spark))
             assert build_after_slice(
-                invoke, selection, [], gold_threads=2, before_gold=lambda: watch.hand_versions_to(lake.spark)
+                invoke,
+                selection,
+                [],
+                gold_threads=2,
+                before_gold=lambda: watch.hand_table_versions_to(lake.spark),
             )
             # gold holds this cycle's silver rows, not the cycle before's
             assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
