@@ -189,7 +189,7 @@ def _build(
     tables_dir = as_location(watch.readers.silver_dir).parent
     try:
         with cycle_lock(tables_dir) as held:
-            written = _build_locked(spark, watch, {**bounds, **held}, whole, gold_threads)
+            written = _build_locked(spark, watch, tables_dir, {**bounds, **held}, whole, gold_threads)
             if written is not None and upkeep is not None:
                 _upkeep(spark, tables_dir, written, upkeep)
             return written is not None
@@ -224,7 +224,12 @@ def _upkeep(spark: Any, tables_dir: Path | TableLocation, written: Written, poli
 
 
 def _build_locked(
-    spark: Any, watch: BronzeWatch, given_vars: dict[str, Any], whole: bool, gold_threads: int
+    spark: Any,
+    watch: BronzeWatch,
+    tables_dir: TableLocation,
+    given_vars: dict[str, Any],
+    whole: bool,
+    gold_threads: int,
 ) -> Written | None:
     given = {name: value for name, value in given_vars.items() if value}
     bound = ["--vars", json.dumps(given)] if given else []
@@ -239,7 +244,6 @@ def _build_locked(
         return Written((), quarantine=False)
     log.info("refresh: building %s", " ".join(selection))
     # what the models would ask Spark one by one, read once for the games built
-    tables_dir = as_location(watch.readers.silver_dir).parent
     with handing_cycle_facts(spark, tables_dir, readers, LOCK_HELD_VAR in given):
         # the same vars: a change would re-parse
         ok = build_after_slice(
