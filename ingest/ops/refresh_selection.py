@@ -8,7 +8,8 @@ A reader the slice has no mark for (a new game, a stale mark) is always built.
 
 The same look gives what each silver model would otherwise ask Spark for, one query each: the
 slice's bounds row, the event dates of its game's rows after its planned mark (the partitions
-its anti-join reads), and whether its game is active. ``SliceReaders.handed`` hands them to the
+its anti-join reads) and their earliest and latest event times (the files of those partitions it
+reads), and whether its game is active. ``SliceReaders.handed`` hands them to the
 cycle's second invocation (``spark.gamelake.slice_facts``, macros/medallion/bronze_marks.sql).
 """
 
@@ -42,6 +43,8 @@ class SliceReaders:
     to_version: int = -1  # the slice's upper bound
     bounds: list[Any] | None = None  # the bounds row: from, to, built at, reader marks (JSON)
     dates: dict[str, dict[str, int]] = field(default_factory=dict)  # game -> event date -> newest version
+    # game -> bronze version -> its earliest and latest event times, as Spark renders them
+    event_times: dict[str, dict[int, tuple[str, str]]] = field(default_factory=dict)
 
     def carried(self) -> dict[str, int]:
         """Each planned reader's mark once the slice is read: its upper bound for a reader with no
@@ -64,12 +67,21 @@ class SliceReaders:
             game: {
                 "mark": mark,
                 "dates": sorted(d for d, newest in self.dates.get(game, {}).items() if newest > mark),
+                "event_at": self._event_times_after(game, mark),
             }
             for reader, mark in self.marks.items()
             if (game := _game_of(reader)) != ANY_GAME
         }
         facts = {"active": self.active_games, "dates": dates}
         return json.dumps(facts if self.bounds is None else {**facts, "bounds": self.bounds})
+
+    def _event_times_after(self, game: str, mark: int) -> list[str] | None:
+        """The earliest and latest event time of ``game``'s rows after ``mark``; None when it has
+        none with a time. Spark renders them zero-padded, so the strings order as the times do."""
+        after = [times for version, times in self.event_times.get(game, {}).items() if version > mark]
+        if not after:
+            return None
+        return [min(first for first, _ in after), max(last for _, last in after)]
 
     def _has_rows(self, reader: str, game: str) -> bool:
         mark = self.marks.get(reader)
@@ -90,19 +102,32 @@ def read_slice_readers(spark: Any) -> SliceReaders:
     marks = {str(k): int(v) for k, v in json.loads((bounds[3] if bounds else None) or "{}").items()}
     newest: dict[str, int] = {ANY_GAME: -1}
     dates: dict[str, dict[str, int]] = {}
+    event_times: dict[str, dict[int, tuple[str, str]]] = {}
     rows = spark.sql(
-        f"select game_slug, cast(event_date as string), max(bronze_version) from {SLICE}"
-        " where bronze_version is not null group by game_slug, event_date"
+        f"select game_slug, cast(event_date as string), bronze_version, {_TIME % 'min'}, {_TIME % 'max'}"
+        f" from {SLICE} where bronze_version is not null group by game_slug, event_date, bronze_version"
     ).collect()
-    for game, date, version in rows:
+    for game, date, version, first_at, last_at in rows:
         newest[ANY_GAME] = max(newest[ANY_GAME], int(version))
-        if game is not None:
-            newest[game] = max(newest.get(game, -1), int(version))
-            if date is not None:
-                dates.setdefault(game, {})[date] = int(version)
+        if game is None:
+            continue
+        newest[game] = max(newest.get(game, -1), int(version))
+        if date is not None:
+            dates.setdefault(game, {})[date] = max(dates.get(game, {}).get(date, -1), int(version))
+        if first_at is not None:
+            _widen(event_times.setdefault(game, {}), int(version), (first_at, last_at))
     seeded = spark.sql(f"select game_slug from {SEED} where is_active").collect()
     active = [validate_slug(row[0], source=SEED) for row in seeded]
-    return SliceReaders(marks, newest, sorted(active), bounds=bounds, dates=dates)
+    return SliceReaders(marks, newest, sorted(active), bounds=bounds, dates=dates, event_times=event_times)
+
+
+# an event time as the anti-join's literal takes it back, in the session's time zone (silver_game_events.sql)
+_TIME = "date_format(%s(event_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS')"
+
+
+def _widen(times: dict[int, tuple[str, str]], version: int, span: tuple[str, str]) -> None:
+    known = times.get(version)
+    times[version] = span if known is None else (min(known[0], span[0]), max(known[1], span[1]))
 
 
 def build_selection(readers: SliceReaders) -> list[str]:

@@ -2,7 +2,9 @@
     the shared slice after its mark, or a pinned snapshot on a first build or catch-up),
     expectations applied, deduplicated on event_id within the batch and against what silver
     holds. A retry of an event carries the same event time, so the anti-join reads only the
-    event_date partitions of the batch, named as literals so Delta prunes the rest. -#}
+    event_date partitions of the batch, and in them the files whose event times can overlap the
+    batch's, both named as literals so Delta prunes and skips the rest: today's partition grows
+    all day, the files a build reads do not. -#}
 {% macro silver_game_events(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
     {%- set drop_rules = gamelake_expectations('drop') -%}
@@ -76,9 +78,10 @@ final as (
 select * from final
 {%- endmacro %}
 
-{#- The predicate on silver's event_date partitions that can hold this batch's events: the
-    dates of the slice's new rows of this game as literals, or every partition when the batch
-    is a snapshot (a catch-up, which rereads history once). -#}
+{#- The predicate on the silver rows that can be this batch's events again: in the event_date
+    partitions of the slice's new rows of this game, between their earliest and latest event
+    times, as literals; or every row when the batch is a snapshot (a catch-up, which rereads
+    history once). -#}
 {% macro _loaded_partitions(plan, game_slug) %}
     {%- if not (execute and plan.use_slice) or var('gamelake_pinned_read_plan', none) is not none
         or not gamelake_relation_exists(ref('stg_bronze__new_events')) -%}
@@ -87,17 +90,33 @@ select * from final
     {%- set handed = _handed_slice_facts().get('dates', {}).get(game_slug) -%}
     {%- if handed is not none and handed['mark'] == plan.mark -%}
         {%- set dates = handed['dates'] -%}  {#- read once for every game by `ingest refresh` -#}
+        {%- set event_at = handed.get('event_at') -%}
     {%- else -%}
-        {%- set dates = run_query(
-            "select distinct cast(event_date as string) from " ~ ref('stg_bronze__new_events')
-            ~ " where game_slug = '" ~ game_slug ~ "' and bronze_version > " ~ plan.mark
-            ~ " and event_date is not null").columns[0].values() -%}
+        {%- set found = run_query(
+            "select cast(event_date as string), " ~ _event_time('min') ~ ", " ~ _event_time('max')
+            ~ " from " ~ ref('stg_bronze__new_events') ~ " where game_slug = '" ~ game_slug
+            ~ "' and bronze_version > " ~ plan.mark ~ " and event_date is not null group by event_date") -%}
+        {%- set dates = found.columns[0].values() | list -%}
+        {%- set firsts = found.columns[1].values() | reject('none') | list -%}
+        {%- set lasts = found.columns[2].values() | reject('none') | list -%}
+        {%- set event_at = [firsts | min, lasts | max] if firsts else none -%}
     {%- endif -%}
     {%- do _record_batch_dates(this, dates) -%}
     {%- if dates | length == 0 -%}
         {{ return('false') }}
     {%- endif -%}
-    {{ return("loaded.event_date in (date '" ~ dates | join("', date '") ~ "')") }}
+    {%- set in_dates = "loaded.event_date in (date '" ~ dates | join("', date '") ~ "')" -%}
+    {%- if event_at is none -%}
+        {{ return(in_dates) }}
+    {%- endif -%}
+    {{ return(in_dates ~ " and loaded.event_at between timestamp '" ~ event_at[0]
+        ~ "' and timestamp '" ~ event_at[1] ~ "'") }}
+{% endmacro %}
+
+{#- An event time rendered as a timestamp literal takes it back (ingest/ops/refresh_selection.py's
+    _TIME): zero-padded, so the strings also order as the times do. -#}
+{% macro _event_time(aggregate) %}
+    {{- return("date_format(" ~ aggregate ~ "(event_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS')") -}}
 {% endmacro %}
 
 {#- The event dates this build's batch of `relation` can write to, for the silver check later in

@@ -233,6 +233,16 @@ def test_incremental_run_takes_new_versions_and_late_duplicates(
 
     silver = assert_silver_exact(lake, ACTIVE)
     assert_gold_exact(lake, ACTIVE, silver)
+    # the anti-join read silver between the batch's earliest event (the late one) and its latest,
+    # and the retries of batch one, three days old, were still found there
+    times = [
+        f"{r['event_timestamp']:%Y-%m-%d %H:%M:%S.%f}"
+        for r in [late, *retries, *new_rows]
+        if r["game_name"] == ACTIVE and r["event_timestamp"] is not None
+    ]
+    first, last = min(times), max(times)
+    bound = f"loaded.event_at between timestamp '{first}' and timestamp '{last}'"
+    assert bound in _compiled(lake, f"silver_{ACTIVE}")
     after = {row["event_id"]: row for row in lake.table(f"silver.silver_{ACTIVE}")}
     assert late["event_id"] in after, "a late bronze commit was skipped"
     fresh = set(after) - set(before)
@@ -632,18 +642,24 @@ def test_facts_handed_over_by_the_refresh_are_read_as_handed(
     silver, player_agg = f"silver.silver_{ACTIVE}", f"gold.gold_{ACTIVE}_player_agg"
     tables_dir = _table_dir(lake, silver).parent.parent
 
-    def land() -> None:
+    def land() -> list[dict[str, Any]]:
         batch = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(10)]
         lake.land(batch, support.schema_for(4))
         lake.build("the slice", "stg_bronze__new_events")
+        return batch
 
-    land()
+    batch = land()
     readers = read_slice_readers(lake.spark)
+    # silver's anti-join reads only the rows between the batch's earliest and latest event times
+    times = [f"{row['event_timestamp']:%Y-%m-%d %H:%M:%S.%f}" for row in batch]
+    bound = f"loaded.event_at between timestamp '{min(times)}' and timestamp '{max(times)}'"
+    assert json.loads(readers.handed())["dates"][ACTIVE]["event_at"] == [min(times), max(times)]
     with handing_cycle_facts(lake.spark, tables_dir, readers, lock_held=True):
         handed = json.loads(lake.spark.conf.get(GOLD_MARKS_CONF))[player_agg]
         assert handed == max(_stored_silver_versions(lake, player_agg))
         lake.dbt(*after_slice_args(build_selection(readers)))  # the cycle's second invocation
     assert lake.spark.conf.get(GOLD_MARKS_CONF) == "{}", "the facts outlived the build"
+    assert bound in _compiled(lake, f"silver_{ACTIVE}"), "the anti-join was not bounded by the batch's times"
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
 
     held = _stored_silver_versions(lake, player_agg)
@@ -732,7 +748,7 @@ def test_the_silver_check_reads_the_dates_its_build_recorded(
 
 def _checked_dates(lake: Lake, game: str) -> set[date]:
     """The event_date partitions of ``game``'s silver that the latest silver check compiled to."""
-    compiled = _compiled_test(lake, "assert_silver_new_rows_valid")
+    compiled = _compiled(lake, "assert_silver_new_rows_valid")
     where = re.search(rf"from silver\.silver_{game}\s+where (.*)", compiled)
     assert where, compiled
     return {date.fromisoformat(day) for day in re.findall(r"date '([0-9-]+)'", where.group(1))}
@@ -785,7 +801,7 @@ def test_a_game_without_new_rows_is_read_up_to_the_slice_without_a_build(
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
     assert {game: _version(lake, f"silver.silver_{game}") for game in quiet} == quiet_versions
     # the all-games checks cover the games this build built, not every game
-    checked = _compiled_test(lake, "assert_silver_new_rows_valid")
+    checked = _compiled(lake, "assert_silver_new_rows_valid")
     assert f"silver.silver_{ACTIVE}" in checked, checked
     assert not [game for game in quiet if f"silver.silver_{game}" in checked], checked
 
@@ -819,7 +835,7 @@ def test_a_second_build_waits_for_the_lock(lake: Lake, writer: support.BronzeWri
     audit = lake.dbt("build", "--select", "tag:audit")
     assert audit_tests <= {r.node.name for r in audit.result.results}
     # the all-games silver check reads the partitions each game's latest build loaded, not history
-    compiled = _compiled_test(lake, "assert_silver_new_rows_valid")
+    compiled = _compiled(lake, "assert_silver_new_rows_valid")
     assert re.search(rf"from silver.silver_{ACTIVE}\s+where event_date in \(date '", compiled), compiled
     game_tests = [
         r.node.name for r in built.result.results if r.node.resource_type == "test" and ACTIVE in r.node.name
@@ -827,7 +843,8 @@ def test_a_second_build_waits_for_the_lock(lake: Lake, writer: support.BronzeWri
     assert not game_tests, f"per-game tests are back: {game_tests}"
 
 
-def _compiled_test(lake: Lake, name: str) -> str:
+def _compiled(lake: Lake, name: str) -> str:
+    """The SQL dbt last compiled for node ``name``."""
     return next((lake.project / "target" / "compiled").rglob(f"{name}.sql")).read_text()
 
 
@@ -912,7 +929,7 @@ def test_the_all_games_checks_name_the_game_and_the_broken_rule(lake: Lake) -> N
     ):
         failed = lake.dbt("test", "--select", test, expect_success=False)
         assert not failed.success, f"{test} passed on bad rows"
-        rows = lake.spark.sql(_compiled_test(lake, test)).collect()
+        rows = lake.spark.sql(_compiled(lake, test)).collect()
         assert {(r["model_game"], r["failed_check"], r["failed_value"]) for r in rows} == expected
 
 
