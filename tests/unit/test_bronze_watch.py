@@ -18,24 +18,10 @@ from ingest.ops import refresh_command
 from ingest.ops.bronze_marks import HANDED_CONF, MARK, MARKED_AT, ReaderMarks
 from ingest.ops.bronze_watch import BRONZE_RELATION, VERSIONS_CONF, BronzeWatch
 from ingest.ops.refresh_selection import ANY_GAME, SliceReaders
+from tests.unit.conf_session import ConfSession
 
 SILVER = "silver.silver_alpha"
 AT = "2026-11-26 06:00:00"
-
-
-class _Conf:
-    def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-
-    def set(self, key: str, value: str) -> None:
-        self.values[key] = value
-
-
-class _Session:
-    """The one part of a SparkSession the handing touches: its runtime conf."""
-
-    def __init__(self) -> None:
-        self.conf = _Conf()
 
 
 def _append(path: Path, metadata: dict[str, object] | None = None) -> None:
@@ -55,16 +41,16 @@ def test_the_gold_step_is_handed_the_silver_version_committed_since_the_cycle_be
     _append(silver / "silver_alpha", _mark(1))
     watch = BronzeWatch(bronze, ReaderMarks(silver))
     watch.version()
-    cycle = _Session()
+    cycle = ConfSession()
     watch.hand_versions_to(cycle)
-    assert json.loads(cycle.conf.values[VERSIONS_CONF]) == {SILVER: 0, BRONZE_RELATION: 1}
-    assert SILVER in json.loads(cycle.conf.values[HANDED_CONF])
+    assert cycle.handed(VERSIONS_CONF) == {SILVER: 0, BRONZE_RELATION: 1}
+    assert SILVER in cycle.handed(HANDED_CONF)
 
     _append(silver / "silver_alpha")  # the silver step's insert
     _append(bronze)  # landed meanwhile: the cycle reads bronze up to the version it polled
-    gold_step = _Session()
+    gold_step = ConfSession()
     watch.hand_table_versions_to(gold_step)
-    assert json.loads(gold_step.conf.values[VERSIONS_CONF]) == {SILVER: 1, BRONZE_RELATION: 1}
+    assert gold_step.handed(VERSIONS_CONF) == {SILVER: 1, BRONZE_RELATION: 1}
     assert set(gold_step.conf.values) == {VERSIONS_CONF}, "gold reads no mark: none is handed again"
 
 
@@ -75,7 +61,7 @@ def test_a_refresh_cycle_hands_its_gold_step_silvers_new_version_and_not_its_mar
     _append(bronze)
     _append(silver / "silver_alpha", _mark(0))
     watch = BronzeWatch(bronze, ReaderMarks(silver))
-    spark = _Session()
+    spark = ConfSession()
     watch.version()
     watch.hand_versions_to(spark)  # as build_once does before the cycle
     marks_before = spark.conf.values[HANDED_CONF]

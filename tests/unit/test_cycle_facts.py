@@ -15,6 +15,7 @@ from deltalake import write_deltalake
 from ingest.ops.cycle_facts import GOLD_MARKS_CONF, NONE_HANDED, SLICE_FACTS_CONF, handing_cycle_facts
 from ingest.ops.gold_marks import gold_marks
 from ingest.ops.refresh_selection import ANY_GAME, SliceReaders
+from tests.unit.conf_session import ConfSession
 
 BOUNDS = [10, 14, "2026-11-27 15:00:00", '{"silver_alpha": 10, "silver_beta": 12, "silver_quarantine": 10}']
 # the slice: alpha has rows after its mark on two dates; beta's rows are ones it has read
@@ -33,24 +34,6 @@ READERS = SliceReaders(
         "beta": {12: ("2026-11-27 11:00:00.000000", "2026-11-27 11:05:00.000000")},
     },
 )
-
-
-class _Conf:
-    def __init__(self) -> None:
-        self.values: dict[str, str] = {}
-
-    def set(self, key: str, value: str) -> None:
-        self.values[key] = value
-
-
-class _Session:
-    """The one part of a SparkSession the handing touches: its runtime conf."""
-
-    def __init__(self) -> None:
-        self.conf = _Conf()
-
-    def handed(self, conf: str = GOLD_MARKS_CONF) -> Any:
-        return json.loads(self.conf.values[conf])
 
 
 def _gold(tables: Path, name: str, columns: dict[str, list[Any]]) -> None:
@@ -89,21 +72,22 @@ def test_the_slice_facts_name_each_games_dates_after_its_planned_mark() -> None:
 
 
 def test_facts_are_handed_under_the_lock_and_cleared_after(tables: Path) -> None:
-    spark = _Session()
+    spark = ConfSession()
     with handing_cycle_facts(spark, tables, READERS, lock_held=True):
-        assert spark.handed() == {"gold.gold_alpha_player_agg": 7, "gold.gold_alpha_daily_active": 6}
+        handed = spark.handed(GOLD_MARKS_CONF)
+        assert handed == {"gold.gold_alpha_player_agg": 7, "gold.gold_alpha_daily_active": 6}
         assert spark.handed(SLICE_FACTS_CONF)["bounds"] == BOUNDS
     assert spark.conf.values == {GOLD_MARKS_CONF: NONE_HANDED, SLICE_FACTS_CONF: NONE_HANDED}
 
 
 def test_without_the_lock_nothing_is_handed_and_models_ask_spark(tables: Path) -> None:
-    spark = _Session()
+    spark = ConfSession()
     with handing_cycle_facts(spark, tables, READERS, lock_held=False):
-        assert spark.handed() == {} and spark.handed(SLICE_FACTS_CONF) == {}
+        assert spark.handed(GOLD_MARKS_CONF) == {} and spark.handed(SLICE_FACTS_CONF) == {}
 
 
 def test_a_failed_build_leaves_no_facts_behind(tables: Path) -> None:
-    spark = _Session()
+    spark = ConfSession()
     with pytest.raises(RuntimeError), handing_cycle_facts(spark, tables, READERS, lock_held=True):
         raise RuntimeError("dbt failed")
     assert spark.conf.values == {GOLD_MARKS_CONF: NONE_HANDED, SLICE_FACTS_CONF: NONE_HANDED}
