@@ -3,10 +3,11 @@
     per-game tests made the build grow with the number of games, not with the data.
     Each returned row is a failure: the game, the check and the offending value.
 
-    Silver: the rows of each game's latest build (the event_date partitions its latest insert
-    wrote to, macros/project/get_where_subquery.sql): event_id unique and not null, gamer_id not
-    null, event_type one of the contract's, game_slug in the seed. A retry shares its event's
-    event_date, so uniqueness within those partitions is uniqueness of the new rows against all.
+    Silver: the rows of each game's latest build (in the event_date partitions its latest insert
+    wrote to, between its earliest and latest event times, macros/project/get_where_subquery.sql):
+    event_id unique and not null, gamer_id not null, event_type one of the contract's, game_slug
+    in the seed. A retry shares its event's time, so uniqueness among those rows is uniqueness of
+    the new rows against all.
     Gold: the whole per-game tables, which hold a row per player or per day: player_agg's
     gamer_id and daily_active's event_date unique and not null, game_slug in the seed.
     Either covers the games whose tables the invocation builds (_checked_games). -#}

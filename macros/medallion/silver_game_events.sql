@@ -101,15 +101,23 @@ select * from final
         {%- set lasts = found.columns[2].values() | reject('none') | list -%}
         {%- set event_at = [firsts | min, lasts | max] if firsts else none -%}
     {%- endif -%}
-    {%- do _record_batch_dates(this, dates) -%}
+    {%- do _record_batch(this, dates, event_at) -%}
+    {{ return(gamelake_batch_rows(dates, event_at, 'loaded.')) }}
+{% endmacro %}
+
+{#- The rows of a silver table that can share an event with a batch of `dates` and event times
+    `event_at` ([earliest, latest], or none when unknown): a retry carries its event's time, so
+    it lies in the batch's partitions and between its times. As literals: Delta prunes the other
+    partitions and skips the files whose event_at statistics fall outside. -#}
+{% macro gamelake_batch_rows(dates, event_at, alias='') %}
     {%- if dates | length == 0 -%}
         {{ return('false') }}
     {%- endif -%}
-    {%- set in_dates = "loaded.event_date in (date '" ~ dates | join("', date '") ~ "')" -%}
+    {%- set in_dates = alias ~ "event_date in (date '" ~ dates | join("', date '") ~ "')" -%}
     {%- if event_at is none -%}
         {{ return(in_dates) }}
     {%- endif -%}
-    {{ return(in_dates ~ " and loaded.event_at between timestamp '" ~ event_at[0]
+    {{ return(in_dates ~ " and " ~ alias ~ "event_at between timestamp '" ~ event_at[0]
         ~ "' and timestamp '" ~ event_at[1] ~ "'") }}
 {% endmacro %}
 
@@ -119,13 +127,16 @@ select * from final
     {{- return("date_format(" ~ aggregate ~ "(event_at), 'yyyy-MM-dd HH:mm:ss.SSSSSS')") -}}
 {% endmacro %}
 
-{#- The event dates this build's batch of `relation` can write to, for the silver check later in
-    the same invocation (_recorded_batch_dates in macros/project/get_where_subquery.sql), which
-    would otherwise ask the table's history and change feed: two Spark jobs a game. Stamped with
-    the invocation: every build takes the build lock, so no other writer commits to the table
-    between this build's insert and its check. -#}
-{% macro _record_batch_dates(relation, dates) %}
-    {%- do run_query("set " ~ _batch_dates_conf(relation) ~ " = " ~ invocation_id ~ ":" ~ dates | join(',')) -%}
+{#- The event dates this build's batch of `relation` can write to, and its event times, for the
+    silver check later in the same invocation (_recorded_batch in
+    macros/project/get_where_subquery.sql), which would otherwise ask the table's history and
+    change feed: two Spark jobs a game. Stamped with the invocation: every build takes the build
+    lock, so no other writer commits to the table between this build's insert and its check.
+    As `invocation:date,date[/earliest/latest]`, the times with a T for the space SET would split at. -#}
+{% macro _record_batch(relation, dates, event_at) %}
+    {%- set times = '/' ~ event_at | join('/') | replace(' ', 'T') if event_at else '' -%}
+    {%- do run_query("set " ~ _batch_dates_conf(relation) ~ " = " ~ invocation_id ~ ":"
+        ~ dates | join(',') ~ times) -%}
 {% endmacro %}
 
 {% macro _batch_dates_conf(relation) %}

@@ -1,9 +1,9 @@
 {#- dbt's test relation with the `where` config applied, plus one gamelake value:
-    where: gamelake_latest_build tests only the event_date partitions that the relation's
-    latest insert wrote to (its change data feed for that one version). A duplicate event
-    shares its event_date, so a uniqueness test there
-    still sees a new row that repeats an old one, and the cost follows the new data, not
-    history. The audit (tag:audit) covers whole tables. -#}
+    where: gamelake_latest_build tests only the rows of the event_date partitions that the
+    relation's latest insert wrote to (its change data feed for that one version), between that
+    insert's earliest and latest event times. A duplicate event shares its event time, so a
+    uniqueness test there still sees a new row that repeats an old one, and the cost follows the
+    new data, not history. The audit (tag:audit) covers whole tables. -#}
 {% macro get_where_subquery(relation) -%}
     {%- set where = config.get('where', '') -%}
     {%- if where == 'gamelake_latest_build' -%}
@@ -24,9 +24,9 @@
     {%- if not execute or not gamelake_relation_exists(relation) -%}
         {{ return('true') }}
     {%- endif -%}
-    {%- set recorded = _recorded_batch_dates(relation) -%}
+    {%- set recorded = _recorded_batch(relation) -%}
     {%- if recorded is not none -%}
-        {{ return(_event_dates_in(recorded)) }}
+        {{ return(gamelake_batch_rows(recorded.dates, recorded.event_at)) }}
     {%- endif -%}
     {#- the latest insert is among the last few commits: the refresh's upkeep (OPTIMIZE, and
         VACUUM's start and end) may follow it -#}
@@ -39,27 +39,25 @@
         {{ return('true') }}  {#- not found: test the whole table -#}
     {%- endif -%}
     {%- set version = writes[0]['version'] | int -%}
-    {%- set dates = run_query(
-        "select distinct cast(event_date as string) from table_changes('" ~ relation ~ "', "
-        ~ version ~ ", " ~ version ~ ")") -%}
-    {{ return(_event_dates_in(dates.columns[0].values())) }}
+    {%- set written = run_query(
+        "select cast(event_date as string), " ~ _event_time('min') ~ ", " ~ _event_time('max')
+        ~ " from table_changes('" ~ relation ~ "', " ~ version ~ ", " ~ version ~ ")"
+        ~ " where event_date is not null group by event_date") -%}
+    {%- set firsts = written.columns[1].values() | reject('none') | list -%}
+    {%- set lasts = written.columns[2].values() | reject('none') | list -%}
+    {%- set event_at = [firsts | min, lasts | max] if firsts else none -%}
+    {{ return(gamelake_batch_rows(written.columns[0].values() | list, event_at)) }}
 {% endmacro %}
 
-{#- The dates this invocation's build of `relation` recorded for its batch (a superset of those
-    its insert wrote: _record_batch_dates, macros/medallion/silver_game_events.sql); none when
-    this invocation did not build it from the slice, or a build recorded them in another one. -#}
-{% macro _recorded_batch_dates(relation) %}
+{#- The dates and event times this invocation's build of `relation` recorded for its batch (a
+    superset of the rows its insert wrote: _record_batch, macros/medallion/silver_game_events.sql);
+    none when this invocation did not build it from the slice, or a build recorded them in another. -#}
+{% macro _recorded_batch(relation) %}
     {%- set recorded = run_query("set " ~ _batch_dates_conf(relation))[0][1] or '' -%}
     {%- if not recorded.startswith(invocation_id ~ ':') -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set dates = recorded[invocation_id | length + 1:] -%}
-    {{ return(dates.split(',') if dates else []) }}
-{% endmacro %}
-
-{% macro _event_dates_in(dates) %}
-    {%- if dates | length == 0 -%}
-        {{ return('false') }}
-    {%- endif -%}
-    {{ return("event_date in (date '" ~ dates | join("', date '") ~ "')") }}
+    {%- set parts = recorded[invocation_id | length + 1:].split('/') -%}
+    {%- set times = parts[1:] | map('replace', 'T', ' ') | list -%}
+    {{ return({'dates': parts[0].split(',') if parts[0] else [], 'event_at': times or none}) }}
 {% endmacro %}

@@ -741,9 +741,12 @@ def test_the_silver_check_reads_the_dates_its_build_recorded(
     lake.build("a retry of a loaded event and a new one")
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
     assert _checked_dates(lake, ACTIVE) == {original["event_date"], fresh["event_date"]}
+    # and in them only the rows between the batch's event times, the retry's and the new one's
+    assert _checked_times(lake, ACTIVE) == (original["event_timestamp"], fresh["event_timestamp"])
 
     lake.dbt("test", "--select", "assert_silver_new_rows_valid")
     assert _checked_dates(lake, ACTIVE) == {fresh["event_date"]}
+    assert _checked_times(lake, ACTIVE) == (fresh["event_timestamp"], fresh["event_timestamp"])
 
 
 def _checked_dates(lake: Lake, game: str) -> set[date]:
@@ -752,6 +755,16 @@ def _checked_dates(lake: Lake, game: str) -> set[date]:
     where = re.search(rf"from silver\.silver_{game}\s+where (.*)", compiled)
     assert where, compiled
     return {date.fromisoformat(day) for day in re.findall(r"date '([0-9-]+)'", where.group(1))}
+
+
+def _checked_times(lake: Lake, game: str) -> tuple[datetime, ...]:
+    """The earliest and latest event time the latest silver check of ``game`` read between."""
+    compiled = _compiled(lake, "assert_silver_new_rows_valid")
+    where = re.search(rf"from silver\.silver_{game}\s+where (.*)", compiled)
+    assert where, compiled
+    bound = re.search(r"event_at between timestamp '([^']+)' and timestamp '([^']+)'", where.group(1))
+    assert bound, where.group(1)
+    return tuple(datetime.fromisoformat(at) for at in bound.groups())
 
 
 def _stored_silver_versions(lake: Lake, gold: str) -> list[int]:
