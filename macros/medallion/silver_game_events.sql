@@ -92,14 +92,10 @@ select * from final
         {%- set dates = handed['dates'] -%}  {#- read once for every game by `ingest refresh` -#}
         {%- set event_at = handed.get('event_at') -%}
     {%- else -%}
-        {%- set found = run_query(
-            "select cast(event_date as string), " ~ _event_time('min') ~ ", " ~ _event_time('max')
-            ~ " from " ~ ref('stg_bronze__new_events') ~ " where game_slug = '" ~ game_slug
-            ~ "' and bronze_version > " ~ plan.mark ~ " and event_date is not null group by event_date") -%}
-        {%- set dates = found.columns[0].values() | list -%}
-        {%- set firsts = found.columns[1].values() | reject('none') | list -%}
-        {%- set lasts = found.columns[2].values() | reject('none') | list -%}
-        {%- set event_at = [firsts | min, lasts | max] if firsts else none -%}
+        {%- set span = gamelake_batch_span(ref('stg_bronze__new_events'),
+            "game_slug = '" ~ game_slug ~ "' and bronze_version > " ~ plan.mark) -%}
+        {%- set dates = span.dates -%}
+        {%- set event_at = span.event_at -%}
     {%- endif -%}
     {%- do _record_batch(this, dates, event_at) -%}
     {{ return(gamelake_batch_rows(dates, event_at, 'loaded.')) }}
@@ -119,6 +115,18 @@ select * from final
     {%- endif -%}
     {{ return(in_dates ~ " and " ~ alias ~ "event_at between timestamp '" ~ event_at[0]
         ~ "' and timestamp '" ~ event_at[1] ~ "'") }}
+{% endmacro %}
+
+{#- The event dates of the rows of `source` that `where` selects, and their earliest and latest
+    event times (none when no row has one), in one query: what gamelake_batch_rows takes. -#}
+{% macro gamelake_batch_span(source, where) %}
+    {%- set found = run_query(
+        "select cast(event_date as string), " ~ _event_time('min') ~ ", " ~ _event_time('max')
+        ~ " from " ~ source ~ " where " ~ where ~ " and event_date is not null group by event_date") -%}
+    {%- set firsts = found.columns[1].values() | reject('none') | list -%}
+    {%- set lasts = found.columns[2].values() | reject('none') | list -%}
+    {{ return({'dates': found.columns[0].values() | list,
+               'event_at': [firsts | min, lasts | max] if firsts else none}) }}
 {% endmacro %}
 
 {#- An event time rendered as a timestamp literal takes it back (ingest/ops/refresh_selection.py's

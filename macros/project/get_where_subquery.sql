@@ -39,14 +39,9 @@
         {{ return('true') }}  {#- not found: test the whole table -#}
     {%- endif -%}
     {%- set version = writes[0]['version'] | int -%}
-    {%- set written = run_query(
-        "select cast(event_date as string), " ~ _event_time('min') ~ ", " ~ _event_time('max')
-        ~ " from table_changes('" ~ relation ~ "', " ~ version ~ ", " ~ version ~ ")"
-        ~ " where event_date is not null group by event_date") -%}
-    {%- set firsts = written.columns[1].values() | reject('none') | list -%}
-    {%- set lasts = written.columns[2].values() | reject('none') | list -%}
-    {%- set event_at = [firsts | min, lasts | max] if firsts else none -%}
-    {{ return(gamelake_batch_rows(written.columns[0].values() | list, event_at)) }}
+    {%- set written = gamelake_batch_span(
+        "table_changes('" ~ relation ~ "', " ~ version ~ ", " ~ version ~ ")", "true") -%}
+    {{ return(gamelake_batch_rows(written.dates, written.event_at)) }}
 {% endmacro %}
 
 {#- The dates and event times this invocation's build of `relation` recorded for its batch (a
