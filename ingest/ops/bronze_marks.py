@@ -23,6 +23,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from ingest.landing.delta.log_folder import log_folder
+from ingest.landing.delta.log_state import commit_name
 from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.ops.dbt_build_lock import LOCK_TABLE
 
@@ -66,15 +67,36 @@ def property_mark(configuration: dict[str, str]) -> BronzeMark | None:
 def bronze_mark(table: DeltaTable, reader: str) -> BronzeMark | None:
     """``reader``'s mark (``schema.table``, as dbt names it): the later of its data commits' and
     its table property's."""
-    found = [
-        mark
-        for mark in (
-            committed_mark(table.history(HISTORY_DEPTH), reader),
-            property_mark(table.metadata().configuration),
-        )
-        if mark is not None
-    ]
+    return later_of(
+        committed_mark(table.history(HISTORY_DEPTH), reader),
+        property_mark(table.metadata().configuration),
+    )
+
+
+def later_of(*marks: BronzeMark | None) -> BronzeMark | None:
+    found = [mark for mark in marks if mark is not None]
     return max(found) if found else None
+
+
+def commits_after(place: TableLocation, version: int, table: DeltaTable) -> list[dict[str, Any]]:
+    """The commitInfo of ``table``'s commits after ``version``, newest first, as history gives
+    them: read from the log, a GET each on S3 (delta-rs' ``history`` lists the log as well)."""
+    folder = log_folder(place)
+    infos = []
+    for newer in range(table.version(), version, -1):
+        text = folder.read_text(commit_name(newer))
+        if text is None:  # cleaned up since: let delta-rs find what is left
+            return table.history(table.version() - version)
+        infos.append(_commit_info(text))
+    return infos
+
+
+def _commit_info(commit: str) -> dict[str, Any]:
+    for line in commit.splitlines():
+        action = json.loads(line) if line.strip() else {}
+        if "commitInfo" in action:
+            return dict(action["commitInfo"])
+    return {}
 
 
 HANDED_CONF = "spark.gamelake.reader_marks"
@@ -93,7 +115,8 @@ class ReaderMarks:
     """Every bronze reader's mark under a silver schema directory (``<warehouse>/silver.db``, a
     folder or an S3 prefix), read from the Delta logs once per refresh cycle and handed to the
     build's Spark session (spark.gamelake.reader_marks), so no model asks Spark for its own.
-    Tables stay open between cycles: a table whose version did not move keeps the mark read before."""
+    Tables stay open between cycles: a table whose version did not move keeps the mark read before,
+    and one that moved has only its new commits read."""
 
     silver_dir: Path | TableLocation
     schema: str = "silver"
@@ -118,12 +141,28 @@ class ReaderMarks:
         except (TableNotFoundError, OSError):
             return None  # not a Delta table (yet), or dropped
         version = table.version()
-        if seen is not None and seen.table is table and seen.version == version:
+        reader = f"{self.schema}.{place.name}"
+        if seen is None or seen.table is not table or version < seen.version:
+            mark = bronze_mark(table, reader)
+        elif version == seen.version:
             mark = seen.mark
         else:
-            mark = bronze_mark(table, f"{self.schema}.{place.name}")
-        self._seen[place.name] = _Seen(table, version, _stamp(place, version), mark)
+            mark = self._moved_mark(seen, place, table, reader)
+        stamp = seen.stamp if seen is not None and seen.table is table and version == seen.version else None
+        self._seen[place.name] = _Seen(table, version, stamp or _stamp(place, version), mark)
         return mark
+
+    def _moved_mark(
+        self, seen: _Seen, place: TableLocation, table: DeltaTable, reader: str
+    ) -> BronzeMark | None:
+        """A table read before that has moved: only the commits made since are read, not
+        HISTORY_DEPTH of them, a GET each on S3 (bench/mark_reads.py). Marks only move forward,
+        so the one read before still counts."""
+        return later_of(
+            seen.mark,
+            committed_mark(commits_after(place, seen.version, table), reader),
+            property_mark(table.metadata().configuration),
+        )
 
     def versions(self) -> dict[str, int]:
         """Each table's Delta version as the last ``read`` found it, marked or not."""
@@ -155,4 +194,4 @@ class ReaderMarks:
 
 
 def _stamp(place: TableLocation, version: int) -> object:
-    return log_folder(place).identity(f"{version:020d}.json")
+    return log_folder(place).identity(commit_name(version))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -106,6 +107,19 @@ def test_the_build_locks_table_is_not_read_as_a_reader(tmp_path: Path) -> None:
     assert readers.versions() == {"silver.silver_a": 0}
 
 
+def _counting_history_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """(reader, commits read) for each mark read from a table's commits from now on."""
+    reads: list[tuple[str, int]] = []
+    committed_mark = bronze_marks.committed_mark
+
+    def counted(commits: list[dict[str, Any]], reader: str) -> BronzeMark | None:
+        reads.append((reader, len(commits)))
+        return committed_mark(commits, reader)
+
+    monkeypatch.setattr(bronze_marks, "committed_mark", counted)
+    return reads
+
+
 def test_versions_read_again_follow_new_commits_without_reading_marks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,19 +128,32 @@ def test_versions_read_again_follow_new_commits_without_reading_marks(
     _write(silver / "silver_a", _metadata("silver.silver_a", 2))
     _write(silver / "silver_quarantine", _metadata(QUARANTINE, 2))
     readers = ReaderMarks(silver)
-    marks_read: list[str] = []
-
-    def counted(table: DeltaTable, reader: str) -> BronzeMark | None:
-        marks_read.append(reader)
-        return bronze_mark(table, reader)
-
-    monkeypatch.setattr(bronze_marks, "bronze_mark", counted)
     readers.read()
-    marks_read.clear()
+    reads = _counting_history_reads(monkeypatch)
     _write(silver / "silver_a", _metadata("silver.silver_a", 6))
     _write(silver / "silver_b")  # made since: left to the build, which asks Spark
     assert readers.read_versions() == {"silver.silver_a": 1, QUARANTINE: 0}
-    assert marks_read == [], "a mark's history was read for versions alone"
+    assert reads == [], "a mark's history was read for versions alone"
     # the moved table's mark is read at the next read, not kept from before its commit
     assert readers.read() == {"silver.silver_a": BronzeMark(6, AT), QUARANTINE: BronzeMark(2, AT)}
-    assert marks_read == ["silver.silver_a", "silver.silver_b"]
+    # silver_a: its one new commit; silver_b: the whole of the table made since
+    assert reads == [("silver.silver_a", 1), ("silver.silver_b", 1)]
+
+
+def test_a_moved_table_has_only_its_new_commits_read_and_keeps_an_older_mark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # on S3 each commit read is a GET: a cycle's silver commit costs one, not HISTORY_DEPTH
+    silver = tmp_path / "silver.db"
+    _write(silver / "silver_a", _metadata("silver.silver_a", 2))
+    readers = ReaderMarks(silver)
+    assert readers.read() == {"silver.silver_a": BronzeMark(2, AT)}
+    reads = _counting_history_reads(monkeypatch)
+    upkeep_commits = bronze_marks.HISTORY_DEPTH + 5  # more than a first read looks back through
+    for _ in range(upkeep_commits):
+        _write(silver / "silver_a")
+    assert readers.read() == {"silver.silver_a": BronzeMark(2, AT)}, "the mark before them was lost"
+    _write(silver / "silver_a")
+    _write(silver / "silver_a", _metadata("silver.silver_a", 9))
+    assert readers.read() == {"silver.silver_a": BronzeMark(9, AT)}
+    assert reads == [("silver.silver_a", upkeep_commits), ("silver.silver_a", 2)]
