@@ -1,0 +1,154 @@
+"""Gold's daily-active write as the day fills: recomputed from silver's day, or kept from a
+per-game player-day set. A growth law, measured before the product changes.
+
+    python -m bench.player_day_set [--rows-per-cycle 10000] [--cycles 10 40 160 320] [--rounds 3]
+
+gold ``_daily_active`` counts distinct players a day, which do not add up across batches, so each
+build recomputes the batch's dates from silver's rows of those dates
+(macros/medallion/gold_daily_active.sql): its source grows with the day
+(bench/results/day_partition_reads.md). The alternative keeps, per game, one row per event date
+and player (its counts that day), MERGEd from the batch; the day's counts are then the sums and
+the row count of the set's rows of that date, which grow with the players, not the events. It
+costs a second MERGE per game a cycle. Both ways here write Delta tables shaped as the product's,
+timed whole (statement to commit) in one warm local Spark session:
+
+- ``as built``: ``merge into daily_active`` from the recompute of silver's day partition;
+- ``set: players``: ``merge into player_days`` from the batch grouped by date and player (counts
+  add up), the target pruned to the batch's date;
+- ``set: daily``: ``merge into daily_active`` from the set's rows of that date.
+
+A silver-like table (bench/day_partition_reads.py's rows, 5,000 players) takes
+``--rows-per-cycle`` rows a cycle into today's partition; at each count of ``--cycles`` the set is
+made from silver as it stands, the cycle's rows are the batch (a Delta table, as silver's change
+feed is read from one), and each write runs ``--rounds`` times after a warm-up (median). The
+set's MERGE adds the same batch each round: its counts grow, its cost does not. Printed and
+appended to bench/results/day_partition_reads.md with the machine and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.day_partition_reads import RESULTS, TODAY, silver_like_rows
+from bench.results_file import append_section
+
+COUNTS = """
+    count(*) as event_count,
+    count_if(event_type = 'session_start') as session_count,
+    count_if(event_type = 'match_start') as match_count,
+    count_if(event_type = 'purchase') as purchase_count"""
+
+AS_BUILT = f"""
+merge into daily as t using (
+    select event_date, count(distinct gamer_id) as active_players,
+        count(distinct if(event_type = 'purchase', gamer_id, null)) as paying_players,
+        count_if(event_type = 'session_start') as session_count,
+        count_if(event_type = 'match_start') as match_count, count(*) as event_count
+    from silver where event_date in (date '{TODAY}') group by event_date
+) as s on t.event_date = s.event_date
+when matched then update set * when not matched then insert *
+"""
+SET_PLAYERS = f"""
+merge into player_days as t using (
+    select event_date, gamer_id,{COUNTS}
+    from batch group by event_date, gamer_id
+) as s on t.event_date = s.event_date and t.gamer_id = s.gamer_id and t.event_date in (date '{TODAY}')
+when matched then update set
+    event_count = t.event_count + s.event_count, session_count = t.session_count + s.session_count,
+    match_count = t.match_count + s.match_count, purchase_count = t.purchase_count + s.purchase_count
+when not matched then insert *
+"""
+SET_DAILY = f"""
+merge into daily_from_set as t using (
+    select event_date, count(*) as active_players, count_if(purchase_count > 0) as paying_players,
+        sum(session_count) as session_count, sum(match_count) as match_count,
+        sum(event_count) as event_count
+    from player_days where event_date in (date '{TODAY}') group by event_date
+) as s on t.event_date = s.event_date
+when matched then update set * when not matched then insert *
+"""
+
+
+def _seconds(spark: Any, sql: str, rounds: int) -> float:
+    spark.sql(sql).collect()  # warm-up: the snapshot's file list, the plan's code
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        spark.sql(sql).collect()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def _delta(spark: Any, frame: Any, path: Path, name: str, partitioned: bool = True) -> None:
+    writer = frame.write.format("delta").mode("overwrite")
+    (writer.partitionBy("event_date") if partitioned else writer).save(str(path))
+    spark.read.format("delta").load(str(path)).createOrReplaceTempView(name)
+
+
+def measure(spark: Any, root: Path, per_cycle: int, cycles: list[int], rounds: int) -> list[str]:
+    silver = root / "silver"
+    rows_done, lines = 0, []
+    for target in sorted(cycles):
+        while rows_done // per_cycle < target:
+            batch = silver_like_rows(spark, rows_done, per_cycle).coalesce(1)
+            batch.write.format("delta").mode("append").partitionBy("event_date").save(str(silver))
+            rows_done += per_cycle
+        spark.read.format("delta").load(str(silver)).createOrReplaceTempView("silver")
+        _delta(spark, batch, root / "batch", "batch")
+        set_rows = spark.sql(
+            f"select event_date, gamer_id,{COUNTS} from silver group by event_date, gamer_id"
+        )
+        _delta(spark, set_rows.coalesce(1), root / f"player_days_{target}", "player_days")
+        daily = spark.sql(AS_BUILT.split("(", 1)[1].rsplit(") as s", 1)[0])
+        _delta(spark, daily, root / f"daily_{target}", "daily", partitioned=False)
+        _delta(spark, daily, root / f"daily_from_set_{target}", "daily_from_set", partitioned=False)
+        as_built = _seconds(spark, AS_BUILT, rounds)
+        players = _seconds(spark, SET_PLAYERS, rounds)
+        from_set = _seconds(spark, SET_DAILY, rounds)
+        set_size = spark.sql(f"select count(*) from player_days where event_date = date '{TODAY}'").first()[0]
+        lines.append(
+            f"| {target} | {rows_done:,} | {set_size:,} | {as_built:.2f} | {players:.2f} | {from_set:.2f} "
+            f"| {players + from_set:.2f} | {(players + from_set) / as_built:.2f}x |"
+        )
+        print(lines[-1], flush=True)
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows-per-cycle", type=int, default=10_000)
+    parser.add_argument("--cycles", type=int, nargs="+", default=[10, 40, 160, 320])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    from ingest.core.spark.session import local_session
+
+    with tempfile.TemporaryDirectory(prefix="player-day-set-") as root:
+        spark = local_session(Path(root))
+        spark.sparkContext.setLogLevel("ERROR")
+        rows = measure(spark, Path(root), args.rows_per_cycle, args.cycles, args.rounds)
+        spark.stop()
+    body = [
+        f"- a silver-like table, {args.rows_per_cycle:,} rows a cycle into today's partition "
+        f"(one file each), 5,000 players; the batch is the last cycle's rows; "
+        f"each write a median of {args.rounds} rounds",
+        "",
+        "| cycles | today's silver rows | set rows today | as built: daily_active MERGE s "
+        "| set: player_days MERGE s | set: daily_active MERGE s | set: both s | set / as built |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *rows,
+    ]
+    append_section(
+        RESULTS, "Daily active from silver's day or from a player-day set (bench/player_day_set.py)", body
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
