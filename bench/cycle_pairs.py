@@ -1,7 +1,7 @@
 """A change to the refresh cycle, measured in pairs: warm refresh cycles with and without it, in
 turn, in one Spark session.
 
-    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|histogram
+    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|histogram
                                 [--games 5] [--pairs 4] [--new 6000]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
@@ -14,6 +14,13 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
 * ``gold-threads-N``: the second step split, silver on one thread and then gold on N dbt threads
   in the one Spark session (``ingest refresh --gold-threads N``), against one invocation on one
   thread;
+* ``gold-pools``: gold on 2 dbt threads with each thread's Spark jobs in a FAIR scheduler pool of
+  its own, so the two threads' jobs share the cores rather than queue, against the same threads
+  in one pool, first come first served as the refresh runs them. Both sides run in a session
+  started with ``spark.scheduler.mode=FAIR``: with every job in the one default pool, that pool
+  schedules its jobs in order, as Spark's default FIFO mode does. A thread's pool is a local
+  property of its thread, which dbt-spark does not set: this bench sets it before each statement
+  dbt-spark's cursor runs;
 * ``histogram``: the refresh with Delta's file size histogram left out of each snapshot's state
   (``spark.databricks.delta.fileSizeHistogramMetrics.enabled=false``), against Delta's default.
 
@@ -30,7 +37,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +76,7 @@ class Comparison:
     heading: str  # the results file's first line
     sides: dict[str, dict[str, Any]] = field(default_factory=dict)  # side -> _cycle's keywords
     confs: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> Spark confs for its cycles
+    pools: dict[str, bool] = field(default_factory=dict)  # side -> each dbt thread in its own pool
 
 
 COMPARISONS = {
@@ -95,6 +105,17 @@ COMPARISONS = {
         )
         for n in (2, 3, 4)
     },
+    "gold-pools": Comparison(
+        "Warm refresh cycles with gold on 2 dbt threads, each in its own FAIR pool and in one pool",
+        RESULTS_DIR / "gold_threads.md",
+        "# Gold on several dbt threads in one Spark session, paired (bench/cycle_pairs.py --compare"
+        " gold-threads-N)\n",
+        {
+            "gold on 2 threads, a FAIR pool each": {"gold_threads": 2},
+            "gold on 2 threads, one pool": {"gold_threads": 2},
+        },
+        pools={"gold on 2 threads, a FAIR pool each": True, "gold on 2 threads, one pool": False},
+    ),
     "histogram": Comparison(
         "Warm refresh cycles without and with Delta's file size histogram in each snapshot's state",
         RESULTS_DIR / "snapshot_histogram_pairs.md",
@@ -106,8 +127,29 @@ COMPARISONS = {
 }
 
 
+def _pool_per_thread(spark: Any, on: dict[str, bool]) -> None:
+    """Before each statement dbt-spark runs, its thread's Spark jobs go to a pool named after the
+    thread while ``on["pools"]``, else to the default pool."""
+    from dbt.adapters.spark import session as dbt_session
+
+    execute = dbt_session.Cursor.execute
+
+    def in_pool(self: Any, sql: str, *parameters: Any) -> None:
+        pool = f"dbt-{threading.current_thread().name}" if on["pools"] else None
+        spark.sparkContext.setLocalProperty("spark.scheduler.pool", pool)
+        execute(self, sql, *parameters)
+
+    dbt_session.Cursor.execute = in_pool  # type: ignore[method-assign]
+
+
 def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[dict[str, float]]:
+    pooled = {"pools": False}
+    if comparison.pools:  # a static setting: before the session's JVM starts
+        os.environ["PYSPARK_SUBMIT_ARGS"] = "--conf spark.scheduler.mode=FAIR pyspark-shell"
     root, state, spark = open_lakehouse(games)
+    if comparison.pools:
+        assert spark.sparkContext.getConf().get("spark.scheduler.mode") == "FAIR"
+        _pool_per_thread(spark, pooled)
     project = root / "project"
     bronze = root / "warehouse" / "bronze" / "game_events"
     set_mode(spark, CycleSize(pending_rows=new).runs_interpreted())
@@ -118,6 +160,7 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
         _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, state["games"], 0.01))
         state["next_id"] += new
         confs = comparison.confs.get(side, {})
+        pooled["pools"] = comparison.pools.get(side, False)
         for key, value in confs.items():
             spark.conf.set(key, value)
         try:
@@ -141,6 +184,11 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
                 times[side] = cycle(side)
             print(f"pair {pair + 1}: " + ", ".join(f"{s} {times[s]:.1f} s" for s in sides), flush=True)
             measured.append(times)
+        if comparison.pools:  # the pools the scheduler made: the threads' own, beside "default"
+            made = spark.sparkContext._jsc.sc().getAllPools()
+            names = sorted(made.apply(i).name() for i in range(made.size()))
+            print(f"pools: {names}", flush=True)
+            assert any(name.startswith("dbt-") for name in names), names
     finally:
         (root / "state.json").write_text(json.dumps(state))
         spark.stop()
