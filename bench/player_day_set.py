@@ -28,13 +28,12 @@ appended to bench/results/day_partition_reads.md with the machine and date.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from bench.day_partition_reads import RESULTS, TODAY, silver_like_rows
+from bench.day_partition_reads import _median_seconds as _seconds
 from bench.results_file import append_section
 
 COUNTS = """
@@ -72,16 +71,6 @@ merge into daily_from_set as t using (
 ) as s on t.event_date = s.event_date
 when matched then update set * when not matched then insert *
 """
-
-
-def _seconds(spark: Any, sql: str, rounds: int) -> float:
-    spark.sql(sql).collect()  # warm-up: the snapshot's file list, the plan's code
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        spark.sql(sql).collect()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def _delta(spark: Any, frame: Any, path: Path, name: str, partitioned: bool = True) -> None:
