@@ -99,14 +99,18 @@ PartitionKey = tuple[str | None, ...]
 DataFile = tuple[PartitionKey, int, int | None]  # partition values, bytes, rows
 
 
-def compact(place: Path | TableLocation) -> dict[str, object]:
-    """Compact each partition of the table at ``place`` that ``due_partitions`` picks."""
+def compact(place: Path | TableLocation, table: DeltaTable | None = None) -> dict[str, object]:
+    """Compact each partition of the table at ``place`` that ``due_partitions`` picks; ``table``,
+    a handle on it already open, is brought forward once the lock is held rather than opened."""
     location = as_location(place)
     with compaction_lock(location) as held:
         if held is None:
             return {"skipped": "another compaction of this table is running"}
         crash_points.reach("compacting")
-        table = location.delta_table()
+        if table is None:
+            table = location.delta_table()
+        else:
+            table.update_incremental()
         columns = table.metadata().partition_columns
         target = int(table.metadata().configuration.get("delta.targetFileSize", DEFAULT_TARGET_BYTES))
         totals = {"numFilesAdded": 0, "numFilesRemoved": 0, "bytesRewritten": 0, "partitionsCompacted": 0}
