@@ -145,11 +145,11 @@ class ReaderMarks:
         if seen is None or seen.table is not table or version < seen.version:
             mark = bronze_mark(table, reader)
         elif version == seen.version:
-            mark = seen.mark
+            self._seen[place.name] = seen  # as read before, its stamp too: no second HEAD
+            return seen.mark
         else:
             mark = self._moved_mark(seen, place, table, reader)
-        stamp = seen.stamp if seen is not None and seen.table is table and version == seen.version else None
-        self._seen[place.name] = _Seen(table, version, stamp or _stamp(place, version), mark)
+        self._seen[place.name] = _Seen(table, version, _stamp(place, version), mark)
         return mark
 
     def _moved_mark(
