@@ -33,6 +33,7 @@ from ingest.landing.decode.decoder import Decoder
 from ingest.landing.decode.schema_registry import build_schema
 from ingest.landing.delta.bronze_writer import BronzeWriter
 from ingest.landing.delta.fences import Landing
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.records import TopicPartition
 from tests.integration import dbt_support as support
 from tests.integration.ingest_support import registry_client
@@ -84,13 +85,13 @@ class _Schemas:
 
 
 class Lake:
-    def __init__(self, root: Path, spark: Any, schemas: _Schemas) -> None:
+    def __init__(self, root: Path, spark: Any, schemas: _Schemas, bronze: TableLocation | None = None):
         self.root, self.spark, self.schemas = root, spark, schemas
         self.project = support.copy_project(root / "project")
         support.write_seed(self.project, {GAME: True})
         model_files.sync(self.project)
         self.warehouse = root / "warehouse"
-        self.writer = BronzeWriter(self.warehouse / "bronze" / "game_events", APP_ID)
+        self.writer = BronzeWriter(bronze or self.warehouse / "bronze" / "game_events", APP_ID)
         self.sent: list[Any] = []
         self.rng = random.Random(11)
 
