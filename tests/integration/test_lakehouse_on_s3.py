@@ -148,3 +148,64 @@ def test_the_pipeline_runs_end_to_end_on_s3(stack, fresh_topic, on_s3, tmp_path)
     for game in GAMES:
         assert report["silver"][game]["rows"] == per_game[game]
         assert report["silver"][game]["freshness_s"] == 0 and report["gold"][game]["freshness_s"] == 0
+
+
+def test_dbt_build_on_the_cluster_target_puts_silver_and_gold_on_s3(
+    on_s3, tmp_path, tmp_path_factory, monkeypatch
+):
+    """`make cluster-up` with GAMELAKE_INGEST_WAREHOUSE_URI: the Thrift Server's driver and the
+    worker's executors read bronze on S3 and write silver and gold there, through S3A."""
+    import random
+    from datetime import UTC, datetime, timedelta
+
+    import requests
+    from dbt.cli.main import dbtRunner
+    from deltalake import write_deltalake
+    from gamelake_dev.localstack import spark_cluster
+
+    from ingest.games import model_files
+    from tests.integration import dbt_support as support
+
+    game = "orbit_golf"
+    project = support.copy_project(tmp_path / "project")
+    support.write_seed(project, {game: True})
+    model_files.sync(project)
+    writer = support.BronzeWriter(random.Random(7))
+    landed_at = datetime.now(UTC).replace(tzinfo=None, microsecond=0) - timedelta(hours=2)
+    rows = [
+        writer.event([game, "unknown_game"][i % 2], 4, landed_at + timedelta(seconds=i)) for i in range(60)
+    ]
+    options = s3_access(on_s3).delta_rs_options()
+    write_deltalake(  # as the ingest creates it: silver reads bronze's change data feed
+        f"{on_s3}/bronze/game_events",
+        support.arrow_bronze(rows, 4),
+        partition_by=["event_date"],
+        configuration={"delta.enableChangeDataFeed": "true"},
+        storage_options=options,
+    )
+    monkeypatch.setenv("GAMELAKE_INGEST_WAREHOUSE_URI", on_s3)
+    monkeypatch.delenv("GAMELAKE_BRONZE_PATH", raising=False)  # the cluster's settings name bronze on S3
+    with support.spark_cluster_running(tmp_path_factory.mktemp("spark-cluster-s3")) as cluster:
+        monkeypatch.setenv("GAMELAKE_THRIFT_PORT", str(cluster.thrift_port))
+        where = ["--project-dir", str(project), "--profiles-dir", str(project / "profiles")]
+        result = dbtRunner().invoke(["build", *where, "--target", "cluster"])
+        assert result.success, result.exception or [
+            f"{r.node.name}: {r.message}" for r in result.result.results if str(r.status) in ("error", "fail")
+        ]
+        state = requests.get(f"http://{spark_cluster.HOST}:{cluster.master_ui_port}/json/", timeout=5).json()
+        apps = {app["name"]: app for app in state["activeapps"]}
+        assert state["aliveworkers"] == 1 and apps["gamelake-thrift"]["cores"] > 0, "it ran distributed"
+
+    tables = f"{on_s3}/spark-warehouse"
+    expected = support.expected_silver(rows, game)
+    silver = DeltaTable(f"{tables}/silver.db/silver_{game}", storage_options=options)
+    landed = scan(silver, ["event_id", "kafka_offset"]).to_pylist()
+    assert {r["event_id"]: r["kafka_offset"] for r in landed} == {
+        event_id: row["_kafka_offset"] for event_id, row in expected.items()
+    }
+    players = DeltaTable(f"{tables}/gold.db/gold_{game}_player_agg", storage_options=options)
+    got = {
+        r["gamer_id"]: (r["event_count"], r["session_count"]) for r in players.to_pyarrow_table().to_pylist()
+    }
+    want = support.expected_player_agg(expected)
+    assert got == {g: (p["event_count"], p["session_count"]) for g, p in want.items()}
