@@ -72,11 +72,16 @@ def _session(root: Path) -> Any:
 
 def _bronze_rows(spark: Any, start: int, count: int, games: list[str], days: float) -> Any:
     """``count`` events numbered from ``start``, event times spread over the last ``days`` days."""
+    return spark.sql(bronze_rows_sql(start, count, games, days))
+
+
+def bronze_rows_sql(start: int, count: int, games: list[str], days: float) -> str:
+    """The query of ``_bronze_rows``, for a Spark reached over Thrift."""
     game_list = ", ".join(f"'{g}'" for g in games)
     types = ", ".join(f"'{t}'" for t in EVENT_TYPES)
     spread = max(int(days * 86400), 1)
-    return spark.sql(
-        f"""
+    return f"""
+        select *, to_date(event_timestamp) as event_date from (
         select
             concat('ev-', id) as event_id,
             element_at(array({game_list}), cast(id % {len(games)} as int) + 1) as game_name,
@@ -101,9 +106,8 @@ def _bronze_rows(spark: Any, start: int, count: int, games: list[str], days: flo
             concat('gamer-', (id * 7919) % 50000) as _kafka_key,
             4 as _schema_id,
             current_timestamp() as _ingested_at
-        from range({start}, {start + count}, 1, 4)
+        from range({start}, {start + count}, 1, 4))
         """
-    ).selectExpr("*", "to_date(event_timestamp) as event_date")
 
 
 def _land(spark: Any, bronze: Path | str, frame: Any) -> None:
