@@ -22,6 +22,7 @@ from typing import Any
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from ingest.landing.delta.kept_table import KeptTable
 from ingest.landing.delta.log_folder import log_folder
 from ingest.landing.delta.log_state import commit_name
 from ingest.landing.delta.table_location import TableLocation, as_location
@@ -104,7 +105,7 @@ HANDED_CONF = "spark.gamelake.reader_marks"
 
 @dataclass(frozen=True)
 class _Seen:
-    table: DeltaTable
+    kept: KeptTable
     version: int
     stamp: object  # its commit file's mtime or ETag: a table dropped and made again has another
     mark: BronzeMark | None
@@ -116,7 +117,8 @@ class ReaderMarks:
     folder or an S3 prefix), read from the Delta logs once per refresh cycle and handed to the
     build's Spark session (spark.gamelake.reader_marks), so no model asks Spark for its own.
     Tables stay open between cycles: a table whose version did not move keeps the mark read before,
-    and one that moved has only its new commits read."""
+    and one that moved has only its new commits read. A table kept open is opened again, at its
+    newest version, once the S3 keys are renewed (``KeptTable``): the same table all the same."""
 
     silver_dir: Path | TableLocation
     schema: str = "silver"
@@ -134,22 +136,23 @@ class ReaderMarks:
         seen = self._seen.pop(place.name, None)
         try:
             if seen is not None and _stamp(place, seen.version) == seen.stamp:
-                seen.table.update_incremental()
-                table = seen.table
+                kept = seen.kept
+                kept.table.update_incremental()
             else:
-                table = place.delta_table()
+                kept, seen = KeptTable(place), None  # new to this reader, or dropped and made again
+            table = kept.table
         except (TableNotFoundError, OSError):
             return None  # not a Delta table (yet), or dropped
         version = table.version()
         reader = f"{self.schema}.{place.name}"
-        if seen is None or seen.table is not table or version < seen.version:
+        if seen is None or version < seen.version:
             mark = bronze_mark(table, reader)
         elif version == seen.version:
             self._seen[place.name] = seen  # as read before, its stamp too: no second HEAD
             return seen.mark
         else:
             mark = self._moved_mark(seen, place, table, reader)
-        self._seen[place.name] = _Seen(table, version, _stamp(place, version), mark)
+        self._seen[place.name] = _Seen(kept, version, _stamp(place, version), mark)
         return mark
 
     def _moved_mark(
@@ -178,10 +181,11 @@ class ReaderMarks:
         versions: dict[str, int] = {}
         for name, seen in self._seen.items():
             try:
-                seen.table.update_incremental()
+                table = seen.kept.table
+                table.update_incremental()
             except (TableNotFoundError, OSError):
                 continue  # unreadable now: the build asks Spark
-            versions[f"{self.schema}.{name}"] = seen.table.version()
+            versions[f"{self.schema}.{name}"] = table.version()
         return versions
 
     def handed(self) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from deltalake import DeltaTable
 
 from ingest.landing.decode.bronze_columns import ROWS_KEY
+from ingest.landing.delta.kept_table import KeptTable
 from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.ops.bronze_marks import ReaderMarks
 
@@ -29,15 +30,17 @@ class BronzeWatch:
     path: Path | TableLocation  # a folder, or a prefix on S3
     readers: ReaderMarks  # bronze's readers, whose marks each build is handed
     seen_at: dict[int, float] = field(default_factory=dict)
-    table: DeltaTable | None = None
+    kept: KeptTable | None = None  # bronze, kept open between polls
+    table: DeltaTable | None = None  # bronze as last polled
     rows: dict[int, int] = field(default_factory=dict)  # bronze version -> rows it added
 
     def version(self) -> int | None:
-        if self.table is None:
+        if self.kept is None:
             place = as_location(self.path)
             if not place.is_delta_table():
                 return None
-            self.table = place.delta_table()
+            self.kept = KeptTable(place)
+        self.table = self.kept.table
         self.table.update_incremental()
         version = self.table.version()
         self.seen_at.setdefault(version, time.time())

@@ -27,6 +27,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 
 from ingest.core.errors import IngestError
+from ingest.landing.delta.kept_table import KeptTable
 from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.landing.delta.table_scan import scan
 from ingest.ops.lakehouse_checkpoints import checkpoint
@@ -59,26 +60,28 @@ def holding_build_lock(
     """Hold the lock as ``holder`` (a new one of ``job``'s by default); refuses, naming the holder,
     while another holds it. A lock older than ``stale_after`` is taken over. A project no build
     has run in has no lock table, and nothing of dbt's to protect yet: yields whether the lock is
-    held. The lock's table is opened once for the holding (on S3, one read of its log)."""
-    table = _opened(lock_table(tables_dir))
-    if table is None:
+    held. The lock's table is opened once for the holding (on S3, one read of its log), and again
+    only if the S3 keys were renewed while a long build held it."""
+    kept = _opened(lock_table(tables_dir))
+    if kept is None:
         yield False
         return
     holder = holder or new_holder(job)
-    opened_at = table.version()
-    _take(table, holder, job, stale_after)
+    opened_at = kept.table.version()
+    _take(kept.table, holder, job, stale_after)
     try:
         yield True
     finally:
+        table = kept.table
         table.update_incremental()  # the commits since the take, read onto the one handle
         table.delete(f"holder = '{holder}'")
         if table.version() // CHECKPOINT_COMMITS > opened_at // CHECKPOINT_COMMITS:
             checkpoint(LOCK_NAME, table)
 
 
-def _opened(lock: TableLocation) -> DeltaTable | None:
+def _opened(lock: TableLocation) -> KeptTable | None:
     try:
-        return lock.delta_table()
+        return KeptTable(lock)
     except TableNotFoundError:
         return None
 

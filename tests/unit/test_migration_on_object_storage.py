@@ -75,7 +75,7 @@ def bucket(monkeypatch: pytest.MonkeyPatch) -> _Bucket:
 
 
 def _on_s3(prefix: str) -> TableLocation:
-    return TableLocation(f"s3://lake/{prefix}", {}, S3Access("AKIDEXAMPLE", "secret"))
+    return TableLocation(f"s3://lake/{prefix}", S3Access("AKIDEXAMPLE", "secret"))
 
 
 def test_a_rewritten_file_is_written_read_back_and_removed_on_s3(bucket: _Bucket) -> None:

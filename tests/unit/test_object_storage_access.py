@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ingest.core.errors import ConfigError
-from ingest.core.settings.object_storage import S3Access, is_object_storage, s3_access
+from ingest.core.settings.object_storage import Keys, S3Access, is_object_storage, s3_access
+from tests.renewing_credentials import renewing, renewing_profile
 
 
 @pytest.fixture
@@ -70,6 +71,38 @@ def test_the_secret_and_the_session_token_never_show_in_repr():
     shown = repr(S3Access("AKIDEXAMPLE", "wJalrXUtnFEMI", session_token="FwoGZXIvYXdzEJr"))
     assert "AKIDEXAMPLE" in shown
     assert "wJalrXUtnFEMI" not in shown and "FwoGZXIvYXdzEJr" not in shown
+    resolved = S3Access("ASIAEXAMPLE", "secret", credentials=renewing(["FwoGZXIvYXdzEJr"]))
+    for shown in (repr(resolved), repr(resolved.keys())):  # the keys as botocore holds them now too
+        assert "ASIAEXAMPLE" in shown
+        assert "secret" not in shown and "FwoGZXIvYXdzEJr" not in shown
+
+
+def test_delta_rs_is_handed_the_keys_the_credentials_hold_at_each_use():
+    tokens = ["t1"]
+    access = S3Access("ASIAEXAMPLE", "secret-t1", session_token="t1", credentials=renewing(tokens))
+    assert access.delta_rs_options()["AWS_SESSION_TOKEN"] == "t1"
+    tokens.append("t2")  # botocore renewed them
+    options = access.delta_rs_options()
+    assert (options["AWS_SESSION_TOKEN"], options["AWS_SECRET_ACCESS_KEY"]) == ("t2", "secret-t2")
+    # made by hand, without a credentials object: the keys given
+    assert S3Access("AKIDEXAMPLE", "secret").keys() == Keys("AKIDEXAMPLE", "secret")
+
+
+def test_a_profiles_credential_process_is_run_again_as_its_keys_near_expiry(no_aws, tmp_path):
+    profile = renewing_profile(tmp_path / "aws", "ASIAPROCESS", "s3cr3t")
+    no_aws.setenv("AWS_CONFIG_FILE", str(profile.config_file))
+    no_aws.setenv("AWS_PROFILE", profile.name)
+    access = s3_access("s3://lake/bronze")
+    first, runs = access.delta_rs_options(), profile.runs()
+    second = access.delta_rs_options()
+    assert (first["AWS_ACCESS_KEY_ID"], first["AWS_SECRET_ACCESS_KEY"]) == ("ASIAPROCESS", "s3cr3t")
+    assert second["AWS_SESSION_TOKEN"] != first["AWS_SESSION_TOKEN"] and profile.runs() == runs + 1
+
+
+def test_keys_are_told_apart_by_the_key_id_and_the_session_token():
+    keys = Keys("ASIAEXAMPLE", "secret", "t1")
+    assert keys == Keys("ASIAEXAMPLE", "another secret", "t1")
+    assert keys != Keys("ASIAEXAMPLE", "secret", "t2") and keys != Keys("ASIAOTHER", "secret", "t1")
 
 
 @pytest.mark.parametrize(

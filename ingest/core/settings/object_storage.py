@@ -1,10 +1,15 @@
 """How a Delta table on S3 (``s3://bucket/prefix``) is reached: the standard AWS settings, resolved
-once by botocore, handed to delta-rs as explicit storage options.
+by botocore, handed to delta-rs as explicit storage options.
 
 botocore resolves what an operator already uses for every AWS tool: ``AWS_ACCESS_KEY_ID`` and
 ``AWS_SECRET_ACCESS_KEY``, or a profile (``AWS_PROFILE`` in ``AWS_SHARED_CREDENTIALS_FILE``), or
 a role. delta-rs 1.6.6 alone reads only the variables, not a profile. An S3-compatible server is
 named by ``AWS_ENDPOINT_URL``.
+
+A role's keys (a profile's ``role_arn``, ``credential_process`` or SSO, web identity, instance
+metadata) expire after about an hour. botocore's credentials object renews them itself, shortly
+before they expire, whenever it is asked for them; so ``S3Access`` keeps that object and asks it
+at each use (``keys``) instead of keeping the keys it first gave.
 
 Commits on S3 are safe across hosts because delta-rs creates each version of the log with a
 conditional put (``If-None-Match: *``): of two writers racing for one version, one gets 412 and
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from ingest.core.errors import ConfigError
 
@@ -28,24 +34,53 @@ def is_object_storage(uri: str) -> bool:
 
 
 @dataclass(frozen=True)
+class Keys:
+    """The keys to sign with at one moment. Two are equal when their access key id and session
+    token are: a renewal changes those, so keys renewed since are told apart without the secret."""
+
+    access_key_id: str
+    secret_access_key: str = field(repr=False, compare=False)
+    session_token: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
 class S3Access:
-    """Credentials and endpoint for S3; the secret and the session token never show in ``repr``."""
+    """Credentials and endpoint for S3; the secret and the session token never show in ``repr``.
+
+    ``credentials`` is the botocore object the keys were resolved from; the key fields hold the
+    keys it first gave. Made by hand without it, the given keys are the ones signed with."""
 
     access_key_id: str
     secret_access_key: str = field(repr=False)
     region: str = DEFAULT_REGION
     endpoint_url: str | None = None
     session_token: str | None = field(default=None, repr=False)
+    credentials: Any = field(default=None, repr=False, compare=False)
+
+    def botocore_credentials(self) -> Any:
+        """What a botocore client signs with: it asks them for the current keys on every request."""
+        if self.credentials is not None:
+            return self.credentials
+        from botocore.credentials import Credentials
+
+        return Credentials(self.access_key_id, self.secret_access_key, self.session_token)
+
+    def keys(self) -> Keys:
+        """The keys now: botocore renews a role's here when they are close to expiring."""
+        frozen = self.botocore_credentials().get_frozen_credentials()
+        return Keys(frozen.access_key, frozen.secret_key, frozen.token)
 
     def delta_rs_options(self) -> dict[str, str]:
+        """Storage options for a delta-rs table opened now: delta-rs keeps the keys it is handed."""
+        keys = self.keys()
         options = {
-            "AWS_ACCESS_KEY_ID": self.access_key_id,
-            "AWS_SECRET_ACCESS_KEY": self.secret_access_key,
+            "AWS_ACCESS_KEY_ID": keys.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": keys.secret_access_key,
             "AWS_REGION": self.region,
             "conditional_put": "etag",
         }
-        if self.session_token:
-            options["AWS_SESSION_TOKEN"] = self.session_token
+        if keys.session_token:
+            options["AWS_SESSION_TOKEN"] = keys.session_token
         if self.endpoint_url:
             options["AWS_ENDPOINT_URL"] = self.endpoint_url
             if self.endpoint_url.startswith("http://"):
@@ -80,4 +115,5 @@ def s3_access(uri: str) -> S3Access:
         region=os.environ.get("AWS_REGION") or region or DEFAULT_REGION,
         endpoint_url=os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"),
         session_token=frozen.token,
+        credentials=credentials,
     )

@@ -17,6 +17,7 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction
 
 from ingest.landing.decode.bronze_columns import PARTITION_COLUMN
+from ingest.landing.delta.kept_table import KeptTable
 from ingest.landing.delta.local_delta_log import LocalDeltaLog, why_not
 from ingest.landing.delta.log_state import LogState
 from ingest.landing.delta.object_delta_log import ObjectDeltaLog
@@ -33,7 +34,7 @@ class BronzeLog:
         self.delta_log: LocalDeltaLog | ObjectDeltaLog = (
             LocalDeltaLog(location.local_path) if location.is_local else ObjectDeltaLog(location)
         )
-        self._handle: DeltaTable | None = None  # held only while commits go through delta-rs
+        self._handle: KeptTable | None = None  # held only while commits go through delta-rs
         self._looked_at = time.monotonic()  # before the load: when no next version was seen
         self.state = LogState.load(location)
         self.not_blind = self._why_not_blind()
@@ -75,10 +76,12 @@ class BronzeLog:
         Callers look at the log first (``latest``); a handle already at that version is not read
         again, which on S3 saves a listing and the commits' GETs per batch."""
         if self._handle is None:
-            self._handle = self.location.delta_table()
-        elif self._handle.version() != self.state.version:
-            self._handle.update_incremental()
-        return self._handle
+            self._handle = KeptTable(self.location)
+            return self._handle.table
+        table = self._handle.table
+        if table.version() != self.state.version:
+            table.update_incremental()
+        return table
 
     def set_properties(self, properties: dict[str, str]) -> None:
         current = self.latest().configuration

@@ -4,7 +4,9 @@ The writer reads ``_delta_log`` and writes Parquet files itself (``log_state``, 
 hands commits to delta-rs or, on a local disk, to ``local_delta_log``. A ``TableLocation`` gives
 both what they need: the folder, or on S3 a client with the bucket and key prefix; and the URI
 and storage options delta-rs opens the table with. The storage options hold credentials, so they
-never show in ``repr``.
+never show in ``repr``, and are made at each open from the keys botocore holds then: a role's
+keys are renewed before they expire, and a table opened later gets the new ones (a handle kept
+open gets them through ``KeptTable``).
 
 On S3 the writer's own reads and writes are plain single requests (botocore): one GET or HEAD
 per look at the log, one PUT per Parquet file. pyarrow's S3 filesystem would list a "folder"
@@ -21,13 +23,12 @@ from urllib.parse import unquote, urlparse
 
 from deltalake import DeltaTable
 
-from ingest.core.settings.object_storage import S3Access, is_object_storage, s3_access
+from ingest.core.settings.object_storage import Keys, S3Access, is_object_storage, s3_access
 
 
 @dataclass(frozen=True)
 class TableLocation:
     uri: str
-    storage_options: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     access: S3Access | None = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -39,11 +40,20 @@ class TableLocation:
         if not is_object_storage(text):
             return cls(str(Path(text).absolute()))
         access = s3_access(text)
-        return cls(_s3_uri(text), access.delta_rs_options(), access)
+        return cls(_s3_uri(text), access)
 
     @property
     def is_local(self) -> bool:
         return self.access is None
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """What delta-rs opens the table with now; empty on a local disk."""
+        return self.access.delta_rs_options() if self.access else {}
+
+    def keys(self) -> Keys | None:
+        """The S3 keys a table opened now is signed with; None on a local disk."""
+        return self.access.keys() if self.access else None
 
     @property
     def local_path(self) -> Path:
@@ -52,11 +62,11 @@ class TableLocation:
         return Path(self.uri)
 
     def child(self, name: str) -> TableLocation:
-        return TableLocation(f"{self.uri.rstrip('/')}/{name}", self.storage_options, self.access)
+        return TableLocation(f"{self.uri.rstrip('/')}/{name}", self.access)
 
     @property
     def parent(self) -> TableLocation:
-        return TableLocation(self.uri.rstrip("/").rsplit("/", 1)[0], self.storage_options, self.access)
+        return TableLocation(self.uri.rstrip("/").rsplit("/", 1)[0], self.access)
 
     @property
     def name(self) -> str:
@@ -88,12 +98,15 @@ class TableLocation:
 
     @cached_property
     def s3(self) -> Any:
-        """A botocore S3 client signed with the table's credentials (object storage only)."""
+        """A botocore S3 client signed with the table's credentials, renewed as they are (object
+        storage only)."""
         if self.access is None:
             raise ValueError(f"{self.uri} is a local folder")
         return s3_client(self.access)
 
     def delta_table(self, version: int | None = None) -> DeltaTable:
+        """A delta-rs handle, signing with the keys of now for as long as it lives: one kept across
+        batches or cycles is a ``KeptTable``, opened again when they are renewed."""
         return DeltaTable(self.uri, version=version, storage_options=self.storage_options or None)
 
     def is_delta_table(self) -> bool:
@@ -108,20 +121,34 @@ def as_location(place: Path | str | TableLocation) -> TableLocation:
 
 
 def s3_client(access: S3Access) -> Any:
+    """A botocore S3 client signing with ``access``'s credentials object, which it asks for the
+    keys at every request: given explicit keys instead, a client would keep them past expiry."""
     import botocore.session
     from botocore.config import Config
+    from botocore.credentials import CredentialResolver
 
     session = botocore.session.Session()
-    session.set_config_variable("profile", None)  # the keys are given: no profile lookup
+    session.set_config_variable("profile", None)  # the credentials are given: no profile lookup
+    resolver = CredentialResolver([_Resolved(access.botocore_credentials())])
+    session.register_component("credential_provider", resolver)
     return session.create_client(
         "s3",
         endpoint_url=access.endpoint_url,
-        aws_access_key_id=access.access_key_id,
-        aws_secret_access_key=access.secret_access_key,
-        aws_session_token=access.session_token,
         region_name=access.region,
         config=Config(s3={"addressing_style": "path" if access.endpoint_url else "auto"}),
     )
+
+
+class _Resolved:
+    """A botocore credential provider handing over the credentials already resolved."""
+
+    METHOD = "resolved"
+
+    def __init__(self, credentials: Any) -> None:
+        self.credentials = credentials
+
+    def load(self) -> Any:
+        return self.credentials
 
 
 def _s3_uri(text: str) -> str:

@@ -24,7 +24,8 @@ from ingest.core.errors import IngestError
 from ingest.core.settings.ingest_settings import IngestSettings
 from ingest.core.settings.kafka_config import producer_config
 from ingest.landing.decode.bronze_columns import TIMESTAMP
-from ingest.landing.delta.table_location import TableLocation
+from ingest.landing.delta.kept_table import KeptTable
+from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.landing.delta.table_scan import scan
 from ingest.landing.delta.tables import ensure_table
 from ingest.landing.records import DeadLetter, DecodedBatch, KafkaRecord, TopicPartition, txn_app_id
@@ -119,7 +120,8 @@ class DeltaDeadLetters:
     def __init__(self, path: Path | TableLocation, app_id: str) -> None:
         self.path = path
         self.app_id = f"{app_id}-dlq"
-        self.table = ensure_table(path, DEAD_LETTER_SCHEMA, None, "dead_letters")
+        ensure_table(path, DEAD_LETTER_SCHEMA, None, "dead_letters")
+        self.kept = KeptTable(as_location(path))
 
     def in_doubt(self, landed: dict[TopicPartition, int | None]) -> InDoubt:
         """Offsets dead-lettered by a batch whose bronze commit never happened (a crash between the two).
@@ -128,23 +130,14 @@ class DeltaDeadLetters:
         covers. Where that is past bronze's offset, the batch is being read again, and what
         it dead-lettered then must stay a dead letter, whatever the record decodes to now.
         """
-        self.table.update_incremental()
+        table = self.kept.table
+        table.update_incremental()
         out: InDoubt = {}
         for tp, bronze_offset in landed.items():
-            covered = self.table.transaction_version(txn_app_id(self.app_id, tp))
+            covered = table.transaction_version(txn_app_id(self.app_id, tp))
             if covered is not None and (bronze_offset is None or covered > bronze_offset):
-                out[tp] = self._offsets(tp, -1 if bronze_offset is None else bronze_offset, covered)
+                out[tp] = _offsets(table, tp, -1 if bronze_offset is None else bronze_offset, covered)
         return out
-
-    def _offsets(self, tp: TopicPartition, above: int, upto: int) -> set[int]:
-        # Numbers go into the SQL; the topic (text) is matched in Arrow.
-        where = (
-            f'"_kafka_partition" = {int(tp.partition)}'
-            f' AND "_kafka_offset" > {int(above)} AND "_kafka_offset" <= {int(upto)}'
-        )
-        found = scan(self.table, ["_kafka_topic", "_kafka_offset"], where=where)
-        found = found.filter(pc.equal(found["_kafka_topic"], tp.topic))
-        return set(found.column("_kafka_offset").to_pylist())
 
     def write(
         self,
@@ -162,20 +155,32 @@ class DeltaDeadLetters:
         ]
         if not fresh:
             return 0
-        self.table.update_incremental()
+        table = self.kept.table
+        table.update_incremental()
         txns = []
         for tp, last in covers.items():  # never backwards: a re-read batch may end earlier
-            covered = self.table.transaction_version(txn_app_id(self.app_id, tp))
+            covered = table.transaction_version(txn_app_id(self.app_id, tp))
             txns.append(
                 Transaction(txn_app_id(self.app_id, tp), max(last, covered if covered is not None else -1))
             )
         write_deltalake(
-            self.table,
+            table,
             to_table(fresh, batch_id),
             mode="append",
             commit_properties=CommitProperties(app_transactions=txns, custom_metadata={"batch_id": batch_id}),
         )
         return len(fresh)
+
+
+def _offsets(table: DeltaTable, tp: TopicPartition, above: int, upto: int) -> set[int]:
+    # Numbers go into the SQL; the topic (text) is matched in Arrow.
+    where = (
+        f'"_kafka_partition" = {int(tp.partition)}'
+        f' AND "_kafka_offset" > {int(above)} AND "_kafka_offset" <= {int(upto)}'
+    )
+    found = scan(table, ["_kafka_topic", "_kafka_offset"], where=where)
+    found = found.filter(pc.equal(found["_kafka_topic"], tp.topic))
+    return set(found.column("_kafka_offset").to_pylist())
 
 
 def without_rows(decoded: DecodedBatch, already: InDoubt) -> DecodedBatch:

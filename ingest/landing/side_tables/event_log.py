@@ -23,7 +23,8 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 from ingest.landing.decode.bronze_columns import TIMESTAMP
-from ingest.landing.delta.table_location import TableLocation
+from ingest.landing.delta.kept_table import KeptTable
+from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.landing.delta.tables import ensure_table
 
 PARTITION_RANGE = pa.struct(
@@ -85,7 +86,8 @@ class EventLog:
         self.instance_id = instance_id
         self.flush_s = flush_s
         self.clock = clock
-        self.table = ensure_table(path, EVENT_LOG_SCHEMA, None, "ingest_event_log")
+        ensure_table(path, EVENT_LOG_SCHEMA, None, "ingest_event_log")
+        self.kept = KeptTable(as_location(path))
         self.pending: list[dict[str, object]] = []
         self.last_flush = clock()
 
@@ -111,5 +113,6 @@ class EventLog:
             rows, self.pending = self.pending, []
             # The upkeep child may have changed the table's properties (its first run does): an
             # append from the old snapshot would be refused ("Metadata changed") every time after.
-            self.table.update_incremental()
-            write_deltalake(self.table, pa.Table.from_pylist(rows, schema=EVENT_LOG_SCHEMA), mode="append")
+            table = self.kept.table
+            table.update_incremental()
+            write_deltalake(table, pa.Table.from_pylist(rows, schema=EVENT_LOG_SCHEMA), mode="append")

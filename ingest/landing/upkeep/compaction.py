@@ -42,6 +42,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import CommitFailedError
 
 from ingest.landing import crash_points
+from ingest.landing.delta.kept_table import KeptTable
 from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.landing.upkeep import lease
 from ingest.landing.upkeep.lease import LOCK_NAME
@@ -99,18 +100,19 @@ PartitionKey = tuple[str | None, ...]
 DataFile = tuple[PartitionKey, int, int | None]  # partition values, bytes, rows
 
 
-def compact(place: Path | TableLocation, table: DeltaTable | None = None) -> dict[str, object]:
-    """Compact each partition of the table at ``place`` that ``due_partitions`` picks; ``table``,
+def compact(place: Path | TableLocation, kept: KeptTable | None = None) -> dict[str, object]:
+    """Compact each partition of the table at ``place`` that ``due_partitions`` picks; ``kept``,
     a handle on it already open, is brought forward once the lock is held rather than opened."""
     location = as_location(place)
     with compaction_lock(location) as held:
         if held is None:
             return {"skipped": "another compaction of this table is running"}
         crash_points.reach("compacting")
-        if table is None:
-            table = location.delta_table()
+        if kept is None:
+            kept = KeptTable(location)
         else:
-            table.update_incremental()
+            kept.table.update_incremental()
+        table = kept.table
         columns = table.metadata().partition_columns
         target = int(table.metadata().configuration.get("delta.targetFileSize", DEFAULT_TARGET_BYTES))
         totals = {"numFilesAdded": 0, "numFilesRemoved": 0, "bytesRewritten": 0, "partitionsCompacted": 0}
@@ -123,7 +125,7 @@ def compact(place: Path | TableLocation, table: DeltaTable | None = None) -> dic
             try:
                 # One bin at a time: the child's memory is one output file's, and the other core
                 # stays free for landing.
-                result = table.optimize.compact(
+                result = kept.table.optimize.compact(  # a bin may outlast the keys
                     partition_filters=_filters(columns, key), target_size=target, max_concurrent_tasks=1
                 )
             except CommitFailedError as err:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ingest.landing import crash_points
+from ingest.landing.delta.kept_table import KeptTable
 from ingest.landing.delta.log_folder import log_folder
 from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.table_properties import TABLE_CONFIGURATION, with_fixed_properties
@@ -67,16 +68,19 @@ def upkeep(place: Path | TableLocation, retention: Retention) -> dict[str, objec
     logs_before = _log_files(path)
     # One handle for every step, brought forward between them: on S3 each load of the log from
     # its checkpoint GETs every commit since, twice with delta-rs 1.6.6 (bench/upkeep_requests.py).
-    table = path.delta_table()
+    # Opened again only when the S3 keys were renewed during a long step.
+    kept = KeptTable(path)
     # A checkpoint first: each refresh and commit of the service replays every commit since the
     # newest checkpoint, so one taken only after a long compaction lets that replay grow.
-    table.create_checkpoint()
-    compacted = compact(path, table)
+    kept.table.create_checkpoint()
+    compacted = compact(path, kept)
+    table = kept.table
     table.update_incremental()
     with_fixed_properties(table, retention.properties())
     vacuumed = table.vacuum(
         retention_hours=retention.vacuum_hours, dry_run=False, enforce_retention_duration=False, full=True
     )
+    table = kept.table
     table.update_incremental()
     table.create_checkpoint()
     # delta-rs also cleans the expired log after its own commits (compaction, vacuum), so what
