@@ -48,7 +48,7 @@ from deltalake import DeltaTable
 from gamelake_dev.producer.publish import ensure_topic
 
 from bench.incremental import STOCK_GAMES, _copy_project
-from bench.run import _env, _event_pool, _load, _produce
+from bench.run import Lakehouse, _env, _event_pool, _load, _produce
 from bench.soak import _kafka_count, _landed, _rss_mb
 from ingest.core.settings.endpoints import Endpoints
 from ingest.core.settings.paths import PROJECT_DIR
@@ -242,7 +242,7 @@ def _caught_up(warehouse: Path, produced: int, built: bool = True) -> Callable[[
     bronze = warehouse / "bronze" / "game_events"
 
     def done() -> bool:
-        if not (bronze / "_delta_log").exists() or _landed(warehouse) < produced:
+        if not (bronze / "_delta_log").exists() or _landed(Lakehouse(warehouse)) < produced:
             return False
         if not built:
             return True
@@ -342,7 +342,7 @@ def measure(
             1,
         ),
         "kafka": produced,
-        "bronze_plus_dead_letters": _landed(warehouse),
+        "bronze_plus_dead_letters": _landed(Lakehouse(warehouse)),
         "distinct_bronze_events": _distinct_bronze_events(warehouse),
         "silver_rows": _silver_rows(warehouse),
         "gold_event_count": _gold_event_count(warehouse),

@@ -1,6 +1,6 @@
 """Soak: producer and ingest side by side for a long while, reported minute by minute.
 
-    python -m bench.soak [--minutes 120] [--rate 10000] [--then-minutes 30 --then-rate 20000]
+    python -m bench.soak [--minutes 120] [--rate 10000] [--then-minutes 30 --then-rate 20000] [--s3]
 
 One ingest process with the production defaults (flush at 50,000 rows or 1 s), a producer at
 ``--rate`` events/s of mixed v1-v3 events on a fresh 6-partition topic, then optionally a second
@@ -10,6 +10,13 @@ child's apart, the CPU time of both, and the bronze table's files and bytes, dat
 (``_ingested_at - _kafka_timestamp``), the mean and max commit time, RSS, CPU cores, and the
 table's size; then Kafka = bronze + dead letters. Results are appended to
 bench/results/soak.md with machine, date and settings.
+
+With ``--s3`` the lakehouse is on a private S3Proxy on loopback (``bench.soak_s3``), so that a
+long run shows what is rare there: compaction, checkpoints, log cleanup and vacuum, and what
+they cost in requests. Bronze's files and bytes then come from a listing of its prefix, every
+15 s rather than 5 (a listing is requests too), and each minute also counts the ingest's S3
+requests by kind from the server's request log, the sampler's own LISTs left out; the summary
+gives the requests per bronze commit over the run. The goals are the same on S3.
 """
 
 from __future__ import annotations
@@ -27,22 +34,32 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
+from deltalake.exceptions import TableNotFoundError
 from gamelake_dev.producer.publish import ensure_topic
 
-from bench.run import _cycled, _env, _load, _payload_pool, _produce
+from bench.run import Lakehouse, _cycled, _env, _load, _payload_pool, _produce
+from bench.soak_s3 import ListedSizes, Requests, logged_requests, private_s3, request_summary
 from ingest.core.settings.endpoints import Endpoints
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.delta.table_location import TableLocation
+from ingest.landing.delta.table_scan import scan
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "soak.md"
 SAMPLE_EVERY_S = 5.0
+S3_SETTINGS = (
+    "; lakehouse on s3: a private S3Proxy on loopback (filesystem backend), its request log on; "
+    "s3_* columns: the ingest's requests in that minute (service and upkeep), "
+    "the sampler's own LISTs left out (sampler_lists_left_out)"
+)
 
 
 def _rss_mb(pids: list[int]) -> float:
@@ -93,19 +110,35 @@ def _folder(path: Path) -> tuple[int, int]:
     return count, size
 
 
-def _sample(pid: int, bronze: Path) -> dict[str, float]:
+def _folder_sizes(bronze: Path) -> dict[str, float]:
+    """Bronze's data and ``_delta_log`` files and bytes, from a walk of its folder."""
     log_files, log_bytes = _folder(bronze / "_delta_log")
     all_files, all_bytes = _folder(bronze)
+    return {
+        "data_files": all_files - log_files,
+        "data_mb": (all_bytes - log_bytes) / 1e6,
+        "log_files": log_files,
+        "log_mb": log_bytes / 1e6,
+    }
+
+
+def _sizes_of(lake: Lakehouse) -> Callable[[], dict[str, float]]:
+    """How the sampler sizes bronze: a walk of its folder, or on S3 a listing now and then."""
+    if lake.uri is None:
+        bronze = lake.warehouse / "bronze" / "game_events"
+        return lambda: _folder_sizes(bronze)
+    return ListedSizes(TableLocation.of(f"{lake.uri}/bronze/game_events"))
+
+
+def _sample(pid: int, sizes: Callable[[], dict[str, float]]) -> dict[str, float]:
+    sized = sizes()
     children = _children(pid)
     return {
         "at": time.time(),
         "rss_mb": _rss_mb([pid]),
         "upkeep_rss_mb": _rss_mb(children),
         "cpu_s": _cpu_s([pid, *children]),
-        "data_files": all_files - log_files,
-        "data_mb": (all_bytes - log_bytes) / 1e6,
-        "log_files": log_files,
-        "log_mb": log_bytes / 1e6,
+        **sized,
     }
 
 
@@ -126,25 +159,33 @@ def _kafka_count(endpoints: Endpoints) -> int:
         consumer.close()
 
 
-def _landed(warehouse: Path) -> int:
-    count = DeltaTable(str(warehouse / "bronze" / "game_events")).to_pyarrow_dataset().count_rows()
-    dead = warehouse / "bronze" / "dead_letters"
-    return count + (DeltaTable(str(dead)).to_pyarrow_dataset().count_rows() if dead.exists() else 0)
+def _landed(lake: Lakehouse) -> int:
+    try:
+        dead = _count(lake.table("dead_letters"))
+    except TableNotFoundError:  # no dead letter yet
+        dead = 0
+    return _count(lake.table("game_events")) + dead
+
+
+def _count(table: DeltaTable) -> int:
+    """Rows, counted by delta-rs's engine: on S3, pyarrow's dataset may abort the process at exit
+    (ingest/landing/delta/table_scan.py)."""
+    counted = QueryBuilder().register("counted", table).execute("SELECT COUNT(*) FROM counted")
+    return int(pa.table(counted).column(0)[0].as_py())
 
 
 def _per_minute(
-    warehouse: Path, samples: list[dict[str, float]]
+    lake: Lakehouse, samples: list[dict[str, float]], requests: Requests | None = None
 ) -> tuple[list[dict[str, object]], dict[str, float]]:
-    """A row per minute of Kafka time, and the whole run's p99 and max freshness."""
-    bronze = DeltaTable(str(warehouse / "bronze" / "game_events")).to_pyarrow_dataset()
-    stamps = bronze.to_table(columns=["_kafka_timestamp", "_ingested_at"])
+    """A row per minute of Kafka time (with ``requests``, the ingest's S3 requests in it too),
+    and the whole run's p99 and max freshness."""
+    stamps = scan(lake.table("game_events"), ["_kafka_timestamp", "_ingested_at"])
     lag_s = pc.divide(
         pc.cast(pc.subtract(stamps["_ingested_at"], stamps["_kafka_timestamp"]), pa.int64()), 1e6
     )
     minute = pc.floor_temporal(stamps["_kafka_timestamp"], unit="minute")
     events = pa.table({"minute": minute, "lag_s": lag_s})
-    log = DeltaTable(str(warehouse / "bronze" / "ingest_event_log")).to_pyarrow_table()
-    commits = log.filter(pc.equal(log["kind"], "commit"))
+    commits = _commits(lake)
     commit_minute = pc.floor_temporal(commits["logged_at"], unit="minute")
     minutes = sorted(set(minute.to_pylist()))
     rows = []
@@ -164,9 +205,16 @@ def _per_minute(
                 "commit_ms_mean": round(pc.mean(commit_ms).as_py() or 0, 1),
                 "commit_ms_max": round(pc.max(commit_ms).as_py() or 0, 1),
                 **sampled,
+                **(requests.minute(at.timestamp()) if requests else {}),
             }
         )
     return rows, _whole_run(events, minutes[0])
+
+
+def _commits(lake: Lakehouse) -> pa.Table:
+    """Bronze's commits, as the event log has them: when, and how long each took."""
+    log = scan(lake.table("ingest_event_log"), ["kind", "logged_at", "commit_ms"])
+    return log.filter(pc.equal(log["kind"], "commit"))
 
 
 def _whole_run(events: pa.Table, first_minute: object) -> dict[str, float]:
@@ -252,21 +300,77 @@ def _produce_phases(
 
 
 def soak(
-    phases: list[tuple[float, float]], compact_every: int, retention_hours: tuple[int, int] = (48, 168)
+    phases: list[tuple[float, float]],
+    compact_every: int,
+    retention_hours: tuple[int, int] = (48, 168),
+    s3: bool = False,
+) -> tuple[list[dict[str, object]], dict[str, object]]:
+    """The soak on a fresh local folder, or with ``s3`` at a fresh prefix of a private S3Proxy."""
+    if not s3:
+        lake = Lakehouse(Path(tempfile.mkdtemp(prefix="gamelake-soak-")))
+        return _soak(phases, compact_every, retention_hours, lake)
+    with private_s3() as (lake, requests_log):
+        return _soak(phases, compact_every, retention_hours, lake, requests_log)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the harness saw while the service ran."""
+
+    samples: list[dict[str, float]]
+    produced: int  # the topic's records in Kafka
+    window: tuple[float, float]  # epoch seconds: the service's start, the end of production
+    load_before: float
+    started: float  # monotonic, at the producer's start
+
+
+def _soak(
+    phases: list[tuple[float, float]],
+    compact_every: int,
+    retention_hours: tuple[int, int],
+    lake: Lakehouse,
+    requests_log: Path | None = None,
 ) -> tuple[list[dict[str, object]], dict[str, object]]:
     endpoints = replace(Endpoints.from_env(), topic=f"soak-{uuid.uuid4().hex[:8]}")
     ensure_topic(endpoints, 6)
-    pool = _payload_pool(endpoints)
-    warehouse = Path(tempfile.mkdtemp(prefix="gamelake-soak-"))
     env = _env(
         endpoints,
-        warehouse,
+        lake.warehouse,
         compact_every_commits=compact_every,
         log_level="INFO",
         log_retention_hours=retention_hours[0],
         vacuum_retention_hours=retention_hours[1],
+        **lake.settings(),
     )
-    log_path = warehouse / "ingest.log"
+    log_path = lake.warehouse / "ingest.log"
+    run = _run(endpoints, env, phases, lake, log_path)
+    requests = logged_requests(requests_log, lake.uri, run.window) if requests_log and lake.uri else None
+    rows, whole = _per_minute(lake, run.samples, requests)
+    summary: dict[str, object] = {
+        "whole_run": whole,
+        "minutes": round((time.monotonic() - run.started) / 60, 1),
+        "kafka": run.produced,
+        "bronze_plus_dead_letters": _landed(lake),
+        "compactions": log_path.read_text().count('"event":"compaction"') if log_path.exists() else None,
+        "bronze_live_mb": _live_mb(lake),
+        "bronze_rewritten_mb": round(_rewritten_bytes(log_path) / 1e6),
+        "load_avg_1m_before_after": [run.load_before, _load()],
+    }
+    if requests is not None:
+        summary.update(request_summary(requests, _commits_between(lake, run.window)))
+    return rows, summary
+
+
+def _run(
+    endpoints: Endpoints,
+    env: dict[str, str],
+    phases: list[tuple[float, float]],
+    lake: Lakehouse,
+    log_path: Path,
+) -> _Run:
+    """The service beside the producer, sampled, until bronze and dead letters hold every record."""
+    pool = _payload_pool(endpoints)
+    started_at = time.time()
     with open(log_path, "wb") as log:
         service = subprocess.Popen(
             [sys.executable, "-m", "ingest.cli", "run"], env=env, cwd=PROJECT_DIR, stdout=log, stderr=log
@@ -276,35 +380,31 @@ def soak(
     load_before, started = _load(), time.monotonic()
     producer.start()
     samples: list[dict[str, float]] = []
-    bronze = warehouse / "bronze" / "game_events"
+    sizes = _sizes_of(lake)
     try:
         while producer.is_alive():
-            samples.append(_sample(service.pid, bronze))
+            samples.append(_sample(service.pid, sizes))
             time.sleep(SAMPLE_EVERY_S)
+        produced_at = time.time()
         produced = _kafka_count(endpoints)
         deadline = time.monotonic() + 120
-        while _landed(warehouse) < produced and time.monotonic() < deadline:
+        while _landed(lake) < produced and time.monotonic() < deadline:
             time.sleep(1)
     finally:
         service.send_signal(signal.SIGTERM)
         service.wait(timeout=120)
-    rows, whole = _per_minute(warehouse, samples)
-    summary: dict[str, object] = {
-        "whole_run": whole,
-        "minutes": round((time.monotonic() - started) / 60, 1),
-        "kafka": produced,
-        "bronze_plus_dead_letters": _landed(warehouse),
-        "compactions": log_path.read_text().count('"event":"compaction"') if log_path.exists() else None,
-        "bronze_live_mb": _live_mb(bronze),
-        "bronze_rewritten_mb": round(_rewritten_bytes(log_path) / 1e6),
-        "load_avg_1m_before_after": [load_before, _load()],
-    }
-    return rows, summary
+    return _Run(samples, produced, (started_at, produced_at), load_before, started)
 
 
-def _live_mb(table: Path) -> float:
-    """The data the table's current version references, in MB."""
-    return round(sum(DeltaTable(str(table)).get_add_actions().column("size_bytes").to_pylist()) / 1e6)
+def _commits_between(lake: Lakehouse, window: tuple[float, float]) -> int:
+    """Bronze's commits logged from ``window[0]`` to ``window[1]`` (epoch seconds)."""
+    return sum(window[0] <= at.timestamp() <= window[1] for at in _commits(lake)["logged_at"].to_pylist())
+
+
+def _live_mb(lake: Lakehouse) -> float:
+    """The data bronze's current version references, in MB."""
+    sizes = lake.table("game_events").get_add_actions().column("size_bytes").to_pylist()
+    return round(sum(sizes) / 1e6)
 
 
 def _rewritten_bytes(log_path: Path) -> int:
@@ -323,7 +423,7 @@ def _record(rows: list[dict[str, object]], summary: dict[str, object], args: arg
     lines = [
         f"\n## {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
         f"- machine: {machine}",
-        f"- settings: {vars(args)}",
+        f"- settings: {vars(args)}{S3_SETTINGS if args.s3 else ''}",
         f"- summary: {summary}",
         "",
         header,
@@ -348,6 +448,9 @@ def main() -> int:
     # 1 and 1 show, in a run of over an hour, that the log and the data folder stop growing.
     parser.add_argument("--log-retention-hours", type=int, default=48, help="log_retention_hours")
     parser.add_argument("--vacuum-retention-hours", type=int, default=168, help="vacuum_retention_hours")
+    parser.add_argument(
+        "--s3", action="store_true", help="the lakehouse on a private S3Proxy, its requests counted"
+    )
     args = parser.parse_args()
     # SIGTERM as an exception, so that soak()'s ``finally`` stops the service.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -355,7 +458,7 @@ def main() -> int:
     phases = [(args.minutes, args.rate)]
     if args.then_minutes:
         phases.append((args.then_minutes, args.then_rate))
-    rows, summary = soak(phases, args.compact_every, retention)
+    rows, summary = soak(phases, args.compact_every, retention, args.s3)
     _record(rows, summary, args)
     return 0 if summary["kafka"] == summary["bronze_plus_dead_letters"] else 1
 
