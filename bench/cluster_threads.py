@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from gamelake_dev.localstack import process, spark_cluster
+from gamelake_dev.localstack import spark_cluster
 
 from bench.incremental import _copy_project, _games, bronze_rows_sql
 from bench.results_file import append_section
@@ -41,13 +41,8 @@ HISTORY, HISTORY_DAYS = 60_000, 2.0
 def running_cluster(state_dir: Path) -> Iterator[Any]:
     """The cluster with its state in ``state_dir``; what was started here is stopped after."""
     os.environ["GAMELAKE_SPARK_CLUSTER_DIR"] = str(state_dir)
-    config = spark_cluster.ClusterConfig.from_env()
-    started = spark_cluster.up(config)
-    try:
+    with spark_cluster.running(spark_cluster.ClusterConfig.from_env()) as config:
         yield config
-    finally:
-        for server in reversed(started):
-            process.stop(server)
 
 
 def _thrift(config: Any, sql: str) -> None:

@@ -67,17 +67,12 @@ MAX_FUTURE = timedelta(minutes=1440)
 def spark_cluster_running(root: Path) -> Iterator[Any]:
     """The standalone Spark cluster and its Thrift Server, with their state under ``root``, on the
     environment's settings; what was started here is stopped after."""
-    from gamelake_dev.localstack import process, spark_cluster
+    from gamelake_dev.localstack import spark_cluster
 
     with pytest.MonkeyPatch.context() as env:
         env.setenv("GAMELAKE_SPARK_CLUSTER_DIR", str(root))
-        config = spark_cluster.ClusterConfig.from_env()
-        started = spark_cluster.up(config)
-        try:
+        with spark_cluster.running(spark_cluster.ClusterConfig.from_env()) as config:
             yield config
-        finally:
-            for server in reversed(started):
-                process.stop(server)
 
 
 @contextlib.contextmanager

@@ -17,9 +17,11 @@ GAMELAKE_SPARK_WORKER_PORT (7178), GAMELAKE_SPARK_WORKER_UI_PORT (8182), GAMELAK
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,6 +204,17 @@ def up(config: ClusterConfig) -> list[process.Server]:
         print(f"{server.name}: running; log {server.log_file}", flush=True)
     print(f"spark cluster: master {config.master_url}, thrift {HOST}:{config.thrift_port}")
     return started
+
+
+@contextlib.contextmanager
+def running(config: ClusterConfig) -> Iterator[ClusterConfig]:
+    """The cluster on ``config`` for a block; what was started for it is stopped after."""
+    started = up(config)
+    try:
+        yield config
+    finally:
+        for server in reversed(started):
+            process.stop(server)
 
 
 def down(config: ClusterConfig) -> None:
