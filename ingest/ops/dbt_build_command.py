@@ -84,7 +84,7 @@ def run(_args: argparse.Namespace | None = None) -> int:
     docs_site.finish()
     print("\n".join(["", "lakehouse:", *(f"   {line}" for line in summary(spark))]))
     mode = "interpreted" if interpreted(bronze_rows) else "compiled"
-    print("   dbt: " + ", ".join(f"{step} {took:.0f}s" for step, took in seconds.items()) + f" ({mode})")
+    print("   dbt: " + ", ".join(f"{step} {took:.1f}s" for step, took in seconds.items()) + f" ({mode})")
     print(
         "   docs: run `make docs-serve` and open http://127.0.0.1:8580 "
         "(the overview page, then a game's lineage: the graph button, bottom right)"
