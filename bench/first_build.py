@@ -33,7 +33,7 @@ from ingest.core.settings.paths import PROJECT_DIR
 SAVED = PROJECT_DIR / ".cache" / "bench-first-build" / "bronze"
 RESULTS = PROJECT_DIR / "bench" / "results" / "first_build.md"
 HEADING = "# make run's dbt part on a fresh lakehouse\n"
-STEPS = re.compile(r"dbt: build \(parse and seed included\) ([\d.]+)s, docs ([\d.]+)s")
+STEPS = re.compile(r"dbt: build \([^)]*\) ([\d.]+)s, docs ([\d.]+)s")
 
 
 def saved_bronze(source: Path) -> Path:
@@ -53,22 +53,35 @@ def checkout(rev: str | None) -> Iterator[Path]:
         yield PROJECT_DIR
         return
     other = Path(tempfile.mkdtemp()) / f"gamelake-{rev}"
-    subprocess.run(["git", "-C", str(PROJECT_DIR), "worktree", "add", "-q", "--detach", str(other), rev], check=True)
+    subprocess.run(
+        ["git", "-C", str(PROJECT_DIR), "worktree", "add", "-q", "--detach", str(other), rev], check=True
+    )
     try:
         (other / ".cache").symlink_to(PROJECT_DIR / ".cache")
         yield other
     finally:
-        subprocess.run(["git", "-C", str(PROJECT_DIR), "worktree", "remove", "--force", str(other)], check=True)
+        subprocess.run(
+            ["git", "-C", str(PROJECT_DIR), "worktree", "remove", "--force", str(other)], check=True
+        )
 
 
 def one_run(home: Path, bronze: Path) -> dict[str, float]:
     """``ingest dbt-build`` of ``home`` on a fresh lakehouse: its wall time and its printed steps."""
     with tempfile.TemporaryDirectory(prefix="first-build-") as lakehouse:
         shutil.copytree(bronze, Path(lakehouse) / "bronze" / "game_events")
-        env = {**os.environ, "GAMELAKE_HOME": str(home), "GAMELAKE_WAREHOUSE_DIR": lakehouse, "PYTHONPATH": str(home)}
+        env = {
+            **os.environ,
+            "GAMELAKE_HOME": str(home),
+            "GAMELAKE_WAREHOUSE_DIR": lakehouse,
+            "PYTHONPATH": str(home),
+        }
         started = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "ingest.ops.dbt_build_command"], cwd=home, env=env, capture_output=True, text=True
+            [sys.executable, "-m", "ingest.ops.dbt_build_command"],
+            cwd=home,
+            env=env,
+            capture_output=True,
+            text=True,
         )
         wall = time.monotonic() - started
     steps = STEPS.search(done.stdout)
@@ -87,7 +100,9 @@ def measure(rounds: int, bronze: Path, rev: str | None) -> list[dict[str, dict[s
             row = {}
             for name, home in sides.items():
                 row[name] = one_run(home, bronze)
-                print(f"round {round_no}, {name}: " + ", ".join(f"{k} {v:.1f} s" for k, v in row[name].items()))
+                print(
+                    f"round {round_no}, {name}: " + ", ".join(f"{k} {v:.1f} s" for k, v in row[name].items())
+                )
             measured.append(row)
     return measured
 
@@ -97,7 +112,9 @@ def report(measured: list[dict[str, dict[str, float]]], rev: str | None) -> list
     head = "| round | " + " | ".join(f"{n}: build s | docs s | process s" for n in names) + " |"
     lines = ["", head, "|---:|" + "---:|---:|---:|" * len(names)]
     for number, row in enumerate(measured, 1):
-        cells = " | ".join(f"{row[n]['build']:.1f} | {row[n]['docs']:.1f} | {row[n]['wall']:.1f}" for n in names)
+        cells = " | ".join(
+            f"{row[n]['build']:.1f} | {row[n]['docs']:.1f} | {row[n]['wall']:.1f}" for n in names
+        )
         lines.append(f"| {number} | {cells} |")
     lines.append("")
     for name in names:
@@ -106,20 +123,26 @@ def report(measured: list[dict[str, dict[str, float]]], rev: str | None) -> list
         lines.append(f"- {name}: median dbt part (build + docs) {dbt:.1f} s, whole process {wall:.1f} s")
     if rev:
         ratios = [row["this checkout"]["dbt"] / row[rev]["dbt"] for row in measured]
-        lines.append(f"- this checkout against {rev}, dbt part, pair by pair: " + ", ".join(f"{r:.2f}" for r in ratios))
+        lines.append(
+            f"- this checkout against {rev}, dbt part, pair by pair: " + ", ".join(f"{r:.2f}" for r in ratios)
+        )
         lines.append(f"- median ratio {statistics.median(ratios):.2f}")
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--vs", metavar="REV", help="a revision to run in turns with this checkout")
     parser.add_argument("--bronze", type=Path, default=PROJECT_DIR / "warehouse" / "bronze" / "game_events")
     args = parser.parse_args(argv)
     bronze = saved_bronze(args.bronze)
     measured = measure(args.rounds, bronze, args.vs)
-    title = "ingest dbt-build on a fresh lakehouse, make run's 20,000 events" + (f", against {args.vs}" if args.vs else "")
+    title = "ingest dbt-build on a fresh lakehouse, make run's 20,000 events" + (
+        f", against {args.vs}" if args.vs else ""
+    )
     append_section(RESULTS, title, report(measured, args.vs), heading=HEADING)
     return 0
 

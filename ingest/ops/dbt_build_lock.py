@@ -34,6 +34,7 @@ from ingest.ops.lakehouse_checkpoints import checkpoint
 
 LOCK_TABLE = Path("silver.db") / "gamelake_build_lock"
 LOCK_NAME = "silver.gamelake_build_lock"
+LOCK_HELD_VAR = "gamelake_build_lock_held_by"  # tells dbt's hooks the caller holds the lock
 # Each holding adds two commits, and an open replays the commits after the last checkpoint (on
 # S3, a GET each): a checkpoint every 10th keeps an open to a few reads, where delta-rs' default
 # (every 100th) left it about 50 (bench/results/object_storage.md).
@@ -119,8 +120,25 @@ def _held_by_another(held: dict | None, job: str) -> str:
             f"another run of {job} ({held['holder']}, {since}) holds the build lock; nothing was "
             f"changed. If that run was killed, release its lock with {RELEASE}, then run this again"
         )
+    other_job = _job_of(str(held["holder"]))
+    if other_job is not None:
+        return (
+            f"{other_job} ({held['holder']}, {since}) holds the build lock: wait for it to end, then run "
+            f"this again; nothing was changed. If it was killed, release its lock with {RELEASE}"
+        )
     return (
         f"a dbt build (invocation {held['holder']}, {since}) is writing silver and gold: wait for it "
         f"to end, then run this again; nothing was changed. If that build crashed, release its lock "
         f"with {RELEASE}"
     )
+
+
+def _job_of(holder: str) -> str | None:
+    """The job of a holder named by ``new_holder`` (``<job>-<uuid>``); None for a dbt invocation's
+    id, a bare uuid."""
+    job, dash, tail = holder[:-37], holder[-37:-36], holder[-36:]
+    try:
+        uuid.UUID(tail)
+    except ValueError:
+        return None
+    return job if job and dash == "-" else None

@@ -45,7 +45,7 @@ from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, classes_compiled, interpreted, set_mode
 from ingest.ops.cycle_facts import handing_cycle_facts
-from ingest.ops.dbt_build_lock import BuildLockHeld, holding_build_lock, new_holder
+from ingest.ops.dbt_build_lock import LOCK_HELD_VAR, BuildLockHeld, holding_build_lock, new_holder
 from ingest.ops.lakehouse_checkpoints import DEFAULT_CHECKPOINT_COMMITS, SPARK_INTERVAL
 from ingest.ops.lakehouse_upkeep import (
     DEFAULT_COMPACT_FILES,
@@ -155,7 +155,6 @@ class _Outcomes:
 _OUTCOMES = _Outcomes()
 
 
-LOCK_HELD_VAR = "gamelake_build_lock_held_by"  # tells dbt's hooks the caller holds the lock
 # One holder for the process: the same --vars every cycle, so the project is parsed once.
 HOLDER = new_holder("refresh")
 

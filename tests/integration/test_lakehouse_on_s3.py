@@ -108,6 +108,11 @@ def test_the_pipeline_runs_end_to_end_on_s3(stack, fresh_topic, on_s3, tmp_path)
         players = DeltaTable(f"{tables}/gold.db/gold_{game}_player_agg", storage_options=options)
         gamers = {e.gamer_id for e in events if e.game_name == game}
         assert sorted(scan(players, ["gamer_id"])["gamer_id"].to_pylist()) == sorted(gamers), game
+    # dbt-build held the build lock with delta-rs (dbt's hooks left it alone) and released it
+    lock = DeltaTable(f"{tables}/silver.db/gamelake_build_lock", storage_options=options)
+    assert scan(lock).num_rows == 0
+    takes = [c for c in lock.history() if c["operation"] in ("MERGE", "DELETE")]
+    assert len(takes) == 2 and all(str(c.get("clientVersion")).startswith("delta-rs") for c in takes), takes
 
     # An analyst's dbt from a shell: the S3 settings through SPARK_CONF_DIR.
     written = subprocess.run(

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from ingest.ops.dbt_build_lock import LOCK_TABLE, BuildLockHeld, holding_build_lock
+from ingest.ops.dbt_build_lock import LOCK_TABLE, BuildLockHeld, holding_build_lock, new_holder
 
 SCHEMA = pa.schema([("name", pa.string()), ("holder", pa.string()), ("taken_at", pa.timestamp("us", "UTC"))])
 HOURS_AGO = dt.timedelta(hours=3)
@@ -44,6 +44,16 @@ def test_a_held_lock_refuses_naming_its_holder_and_stays_its_holder_s(tmp_path: 
     with refused, holding_build_lock(tmp_path, "refresh"):
         pytest.fail("the body ran without the lock")
     assert _holders(path) == ["inv-7"]
+
+
+def test_a_lock_held_by_another_job_names_that_job_not_a_dbt_build(tmp_path: Path) -> None:
+    holder = new_holder("refresh")
+    _lock_table(tmp_path, holder=holder, age=HOURS_AGO)
+    with pytest.raises(BuildLockHeld) as refused, holding_build_lock(tmp_path, "dbt-build"):
+        pytest.fail("the body ran without the lock")
+    message = str(refused.value)
+    assert message.startswith(f"refresh ({holder}, since ") and "dbt build" not in message
+    assert "nothing was changed" in message and "gamelake_release_build_lock" in message
 
 
 def test_a_lock_older_than_stale_after_is_taken_over_and_a_younger_one_is_not(tmp_path: Path) -> None:
