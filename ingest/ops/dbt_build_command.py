@@ -104,7 +104,7 @@ def run(_args: argparse.Namespace | None = None) -> int:
     set_mode(spark, interpreted(bronze_rows))
     dbt = WarmDbt(PROJECT_DIR, PROFILES_DIR)  # the build parses the project; docs reuse that parse
     started = time.monotonic()
-    with build_lock(spark, TableLocation.of(spark.conf.get("spark.sql.warehouse.dir"))) as held:
+    with build_lock(spark, TableLocation.of(str(spark.conf.get("spark.sql.warehouse.dir")))) as held:
         _dbt(dbt, "build", *held)
         seconds = {"build (lock, parse and seed included)": time.monotonic() - started}
         seconds["docs"] = _dbt(dbt, "docs", "generate", "--no-compile", *held)
