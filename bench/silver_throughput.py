@@ -59,6 +59,12 @@ DROP_RULES = f"""
 
 
 def _silver_mark(spark: Any, table: str) -> int:
+    """The bronze version ``table`` has read up to: in the userMetadata of the newest commit that
+    carries one (macros/medallion/bronze_marks.sql), else the table property older builds kept."""
+    for row in spark.sql(f"describe history {table}").collect():
+        metadata = json.loads(row["userMetadata"]) if row["userMetadata"] else {}
+        if "gamelake.bronze_version" in metadata:
+            return int(metadata["gamelake.bronze_version"])
     properties = {row[0]: row[1] for row in spark.sql(f"show tblproperties {table}").collect()}
     return int(properties["gamelake.bronze_version"])
 
@@ -80,8 +86,11 @@ def _hand_job(spark: Any, bronze: Path, games: list[str], first: int, last: int)
         days = ", ".join(f"date '{d}'" for d in by_game.get(game, [])) or "null"
         spark.sql(
             f"""
-            insert into hand.silver_{game}
-            select batch.*, current_timestamp() as silver_loaded_at
+            insert into hand.silver_{game} by name
+            select
+                batch.*,
+                cast(null as string) as message_type,  -- this bench's bronze predates _message_type
+                current_timestamp() as silver_loaded_at
             from (
                 select first_landed.* from (
                     select min_by(struct({SILVER_COLUMNS}),
