@@ -24,6 +24,9 @@ from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.landing.delta.table_scan import scan
 
 MARK_COLUMN = "silver_version"
+# Columns a gold model reads from its own stored rows that older tables lack until its next
+# build adds them (macros/medallion/gold_player_agg.sql)
+STORED_COLUMNS_READ = {"player_agg": ("last_purchase_at",)}
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class GoldReader:
     name: str  # schema.table, as dbt names it
     table: DeltaTable
     mark: int | None  # None: gold recomputes from a silver snapshot at its next build
+    kind: str  # one of GOLD_KINDS
 
 
 def silver_version_mark(table: DeltaTable) -> int | None:
@@ -47,7 +51,7 @@ def gold_readers(tables_dir: Path | TableLocation, slug: str) -> list[GoldReader
         place = as_location(tables_dir).child(f"gold.db/{gold_table(slug, kind)}")
         if place.is_delta_table():
             table = place.delta_table()
-            found.append(GoldReader(f"gold.{place.name}", table, silver_version_mark(table)))
+            found.append(GoldReader(f"gold.{place.name}", table, silver_version_mark(table), kind))
     return found
 
 
@@ -58,11 +62,17 @@ def move_gold_mark(gold: GoldReader, to: int) -> None:
 
 
 def gold_marks(tables_dir: Path | TableLocation, slugs: list[str]) -> dict[str, int]:
-    """The marks of games ``slugs``' built gold tables, by ``schema.table``; a table without one
-    (empty, or built before gold kept its mark) is left out, and its build asks Spark."""
-    return {
-        gold.name: gold.mark
-        for slug in slugs
-        for gold in gold_readers(tables_dir, slug)
-        if gold.mark is not None
-    }
+    """The marks of games ``slugs``' built gold tables, by ``schema.table``."""
+    return handed_marks([gold for slug in slugs for gold in gold_readers(tables_dir, slug)])
+
+
+def handed_marks(golds: list[GoldReader]) -> dict[str, int]:
+    """The marks a build is handed, by ``schema.table``. A table without one (empty, or built
+    before gold kept its mark) is left out, and so is one built before a column its model reads
+    from its own rows: its build asks Spark, which tells it the table's columns."""
+    return {gold.name: gold.mark for gold in golds if gold.mark is not None and _holds_columns_read(gold)}
+
+
+def _holds_columns_read(gold: GoldReader) -> bool:
+    names = set(gold.table.schema().to_arrow().names)
+    return all(column in names for column in STORED_COLUMNS_READ.get(gold.kind, ()))

@@ -1,21 +1,37 @@
-{#- Daily active players of one game. Distinct counts do not add up across runs,
-    so each run recomputes exactly the event dates that received new silver rows
-    (from silver's change feed after this table's silver_version, named as literals, so
-    Delta reads only those event_date partitions of silver) and merges them by event_date. -#}
+{#- Daily active players of one game, by event_date. Its three counts of events add up across
+    builds; its two distinct counts (active_players, paying_players) do not, so a build adds to
+    them only the players it can show are new to the day, from player_agg as it stood before this
+    cycle's merge (read at the version `ingest refresh` handed over, when that table had read
+    silver exactly as far as this one: equal marks):
+      - a player unknown there, or whose stored last event (last purchase) falls on an earlier
+        day, is new to the day: + 1;
+      - one whose stored last event falls on the day was counted already: + 0;
+      - one whose stored last event falls on a later day (a late event) may or may not have been:
+        that day is recounted exactly from silver's partition for the day, and only that day.
+    So the common build reads the batch from silver's change feed and player_agg, and not the
+    day's rows in silver, which grow all day (bench/results/day_partition_reads.md). A build not
+    handed player_agg's version (one from a shell, or a first build after an upgrade) recounts
+    every day the batch touches, as daily_active always did. Without a mark, all days are counted
+    from a pinned snapshot. Days are UTC, as silver's event_date (bronze's date of event_at). -#}
 {% macro gold_daily_active(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
     {{- config(unique_key='event_date') -}}
     {%- set silver = ref('silver_' ~ game_slug) -%}
     {%- set plan = gamelake_silver_read_plan(silver) -%}
-    {%- set touched = _touched_dates(silver, plan) -%}
-with day_events as (
-    select * from {{ silver }}{% if execute %} version as of {{ plan.to }}{% endif %}
-    where {{ touched }}
-),
+    {%- set key = gamelake_gold_key('event_date', 'gold_' ~ game_slug ~ '_daily_active') -%}
+    {%- if plan.mark is none %}
+{{ _daily_active_counted(silver, plan, key, game_slug) }}
+    {%- else %}
+{{ _daily_active_added(silver, plan, key, game_slug, _player_state(game_slug, plan)) }}
+    {%- endif %}
+{%- endmacro %}
 
-final as (
+
+{#- Every day counted from silver at version plan.to. -#}
+{% macro _daily_active_counted(silver, plan, key, game_slug) %}
+with final as (
     select
-        {{ gamelake_gold_key('event_date', 'gold_' ~ game_slug ~ '_daily_active') }} as event_date,
+        {{ key }} as event_date,
         '{{ game_slug }}' as game_slug,
         count(distinct gamer_id) as active_players,
         count(distinct if(event_type = 'purchase', gamer_id, null)) as paying_players,
@@ -25,7 +41,7 @@ final as (
         max(silver_loaded_at) as silver_loaded_at,
         cast({{ plan.to }} as bigint) as silver_version,
         current_timestamp() as updated_at
-    from day_events
+    from {{ silver }}{% if execute %} version as of {{ plan.to }}{% endif %}
     group by event_date
 )
 
@@ -33,15 +49,175 @@ select * from final
 {%- endmacro %}
 
 
-{#- The predicate on silver's event_date that selects the dates with new rows in `plan`. -#}
-{% macro _touched_dates(silver, plan) %}
-    {%- if not execute or plan.mark is none -%}
-        {{ return('true') }}  {#- no mark: every date is recomputed -#}
+{#- The batch's days: added to the stored counts where each player's newness is known, and
+    recounted from silver's partition for the day where it is not. Each day's silver_version is
+    the latest silver version that brought it rows: the table's mark is then the largest silver
+    version read, as player_agg's is, so the two marks agree when both have read the same rows. -#}
+{% macro _daily_active_added(silver, plan, key, game_slug, player_state) %}
+with new_events as (
+    {{- gamelake_unread_silver(silver, plan) }}
+),
+
+batch_players as (
+    select
+        event_date,
+        gamer_id,
+        count(*) as event_count,
+        count_if(event_type = 'session_start') as session_count,
+        count_if(event_type = 'match_start') as match_count,
+        count_if(event_type = 'purchase') > 0 as purchased,
+        max(silver_loaded_at) as silver_loaded_at,
+        max(silver_version) as silver_version
+    from new_events
+    group by event_date, gamer_id
+),
+
+{%- if player_state is not none %}
+
+known_players as (
+    select
+        gamer_id,
+        purchase_count,
+        last_event_at,
+        last_purchase_at
+    from {{ player_state.relation }} version as of {{ player_state.version }}
+),
+
+classified as (
+    select
+        batch_players.*,
+        case
+            when known_players.gamer_id is null then 1
+            {{ _new_to_day('known_players.last_event_at') }}
+        end as new_active,
+        case
+            when not batch_players.purchased then 0
+            when coalesce(known_players.purchase_count, 0) = 0 then 1
+            {{ _new_to_day('known_players.last_purchase_at') }}
+        end as new_paying
+    from batch_players
+    left join known_players
+        on batch_players.gamer_id = known_players.gamer_id
+),
+{%- else %}
+{#- newness not known here: every day of the batch is recounted #}
+
+classified as (
+    select
+        *,
+        cast(null as int) as new_active,
+        cast(null as int) as new_paying
+    from batch_players
+),
+{%- endif %}
+
+batch_days as (
+    select
+        event_date,
+        sum(event_count) as event_count,
+        sum(session_count) as session_count,
+        sum(match_count) as match_count,
+        sum(new_active) as new_active,
+        sum(new_paying) as new_paying,
+        count_if(new_active is null or new_paying is null) = 0 as additive,
+        max(silver_loaded_at) as silver_loaded_at,
+        max(silver_version) as silver_version
+    from classified
+    group by event_date
+),
+
+added as (
+    select
+        batch_days.event_date,
+        coalesce(previous_days.active_players, 0) + batch_days.new_active as active_players,
+        coalesce(previous_days.paying_players, 0) + batch_days.new_paying as paying_players,
+        coalesce(previous_days.session_count, 0) + batch_days.session_count as session_count,
+        coalesce(previous_days.match_count, 0) + batch_days.match_count as match_count,
+        coalesce(previous_days.event_count, 0) + batch_days.event_count as event_count,
+        greatest(previous_days.silver_loaded_at, batch_days.silver_loaded_at) as silver_loaded_at,
+        batch_days.silver_version
+    from batch_days
+    left join {{ this }} as previous_days
+        on batch_days.event_date = previous_days.event_date
+    where batch_days.additive
+),
+
+recounted_days as (
+    {#- the semi-join prunes silver's partitions at run time (dynamic partition pruning): a
+        build whose days are all additive reads none of them #}
+    select
+        event_date,
+        count(distinct gamer_id) as active_players,
+        count(distinct if(event_type = 'purchase', gamer_id, null)) as paying_players,
+        count_if(event_type = 'session_start') as session_count,
+        count_if(event_type = 'match_start') as match_count,
+        count(*) as event_count,
+        max(silver_loaded_at) as silver_loaded_at
+    from {{ silver }} version as of {{ plan.to }}
+    where event_date in (
+        select batch_days.event_date from batch_days
+        where not batch_days.additive
+    )
+    group by event_date
+),
+
+recounted as (
+    select
+        recounted_days.*,
+        batch_days.silver_version
+    from recounted_days
+    inner join batch_days
+        on recounted_days.event_date = batch_days.event_date
+),
+
+changed as (
+    select * from added
+    union all
+    select * from recounted
+),
+
+final as (
+    select
+        {{ key }} as event_date,
+        '{{ game_slug }}' as game_slug,
+        active_players,
+        paying_players,
+        session_count,
+        match_count,
+        event_count,
+        silver_loaded_at,
+        silver_version,
+        current_timestamp() as updated_at
+    from changed
+)
+
+select * from final
+{%- endmacro %}
+
+
+{#- The cases of a known batch player: new to the batch row's day (1) when its stored `last_at`
+    falls before the day, counted (0) when on it. Otherwise null: after the day (a late event),
+    or not known (a payer who paid before player_agg had last_purchase_at). -#}
+{% macro _new_to_day(last_at) %}
+    {{- return("when " ~ _utc_date(last_at) ~ " < batch_players.event_date then 1"
+        ~ " when " ~ _utc_date(last_at) ~ " = batch_players.event_date then 0") -}}
+{% endmacro %}
+
+{#- The UTC date of a timestamp whatever the session's time zone, as event_date is. -#}
+{% macro _utc_date(at) %}
+    {{- return("date_from_unix_date(cast(floor(unix_micros(" ~ at ~ ") / 86400000000) as int))") -}}
+{% endmacro %}
+
+
+{#- player_agg of the game as it stood before this cycle, when it has read silver exactly as far
+    as this table (equal handed marks): {'relation', 'version'}; none otherwise. -#}
+{% macro _player_state(game_slug, plan) %}
+    {%- set name = this.schema ~ '.gold_' ~ game_slug ~ '_player_agg' -%}
+    {%- set marks = _handed_conf('spark.gamelake.gold_marks') -%}
+    {%- set versions = _handed_conf('spark.gamelake.gold_versions') -%}
+    {%- if name not in versions or marks.get(name) != plan.mark -%}
+        {{ return(none) }}
     {%- endif -%}
-    {%- set dates = run_query(
-        "select distinct cast(event_date as string) from (" ~ gamelake_unread_silver(silver, plan) ~ ")") -%}
-    {%- if dates | length == 0 -%}
-        {{ return('false') }}
-    {%- endif -%}
-    {{ return("event_date in (date '" ~ dates.columns[0].values() | join("', date '") ~ "')") }}
+    {{ return({'relation': this.incorporate(path={'identifier': 'gold_' ~ game_slug ~ '_player_agg'}),
+               'version': versions[name] | int}) }}
 {% endmacro %}

@@ -6,13 +6,20 @@
     (bench/results/gold_merge.md), and the MERGE reads the whole table anyway. Without a mark
     the totals are recomputed from silver and replace the stored rows.
     session_count counts session_start events: each session emits exactly one,
-    and silver holds each event once, so it counts sessions, not events. -#}
+    and silver holds each event once, so it counts sessions, not events.
+    last_purchase_at is what daily_active's paying_players needs to add a cycle's payers
+    without reading the day (gold_daily_active.sql). A table built before it had the column
+    holds null there for earlier payers: that stays null (unknown), never a later purchase
+    standing for the latest. -#}
 {% macro gold_player_agg(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
     {{- config(unique_key='gamer_id') -}}
     {%- set counts = ['event_count', 'session_count', 'match_count', 'purchase_count',
                       'achievement_count', 'level_up_count', 'total_session_ms'] -%}
     {%- set plan = gamelake_silver_read_plan(ref('silver_' ~ game_slug)) -%}
+    {#- a table built before last_purchase_at has no such column until this merge adds it -#}
+    {%- set stored_purchase = 'previous_totals.last_purchase_at'
+        if plan.columns is none or 'last_purchase_at' in plan.columns else 'cast(null as timestamp)' -%}
 with new_events as (
     {{- gamelake_unread_silver(ref('silver_' ~ game_slug), plan) }}
 ),
@@ -31,6 +38,7 @@ batch as (
         max(level) as max_level,
         min(event_at) as first_event_at,
         max(event_at) as last_event_at,
+        max(if(event_type = 'purchase', event_at, null)) as last_purchase_at,
         max(silver_loaded_at) as silver_loaded_at,
         max(silver_version) as silver_version
     from new_events
@@ -53,6 +61,8 @@ merged as (
         greatest(batch.max_level, previous_totals.max_level) as max_level,
         least(batch.first_event_at, previous_totals.first_event_at) as first_event_at,
         greatest(batch.last_event_at, previous_totals.last_event_at) as last_event_at,
+        if(previous_totals.purchase_count > 0 and {{ stored_purchase }} is null,
+           null, greatest(batch.last_purchase_at, {{ stored_purchase }})) as last_purchase_at,
         greatest(batch.silver_loaded_at, previous_totals.silver_loaded_at) as silver_loaded_at,
         greatest(batch.silver_version, previous_totals.silver_version) as silver_version
     from batch

@@ -5,19 +5,21 @@
     first build, or a table built before the mark existed) gold recomputes from a pinned
     snapshot and replaces its rows. `ingest refresh` reads the marks of the games it builds
     from gold's files once per cycle, under the build lock, and hands them over in the session
-    conf spark.gamelake.gold_marks (ingest/ops/cycle_facts.py); a build without it asks Spark. -#}
+    conf spark.gamelake.gold_marks (ingest/ops/cycle_facts.py); a build without it asks Spark.
+    `columns` are the stored table's, when Spark was asked; none when the mark was handed, which
+    only a table holding every column its model reads is (ingest/ops/gold_marks.py). -#}
 {% macro gamelake_silver_read_plan(silver) %}
     {%- if not execute -%}
-        {{ return({'mark': none, 'to': 0}) }}
+        {{ return({'mark': none, 'to': 0, 'columns': []}) }}
     {%- endif -%}
     {%- set to = gamelake_table_version(silver) -%}
     {%- if to is none -%}
-        {{ return({'mark': none, 'to': 0}) }}  {#- sqlfluff compiling a fresh clone -#}
+        {{ return({'mark': none, 'to': 0, 'columns': []}) }}  {#- sqlfluff compiling a fresh clone -#}
     {%- endif -%}
     {%- set handed = _handed_conf('spark.gamelake.gold_marks') -%}
     {%- set name = this.schema ~ '.' ~ this.identifier -%}
     {%- if is_incremental() and name in handed -%}
-        {{ return({'mark': handed[name] | int, 'to': to}) }}
+        {{ return({'mark': handed[name] | int, 'to': to, 'columns': none}) }}
     {%- endif -%}
     {%- set mark = none -%}
     {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list
@@ -26,7 +28,7 @@
         {%- set held = run_query("select max(silver_version) from " ~ this)[0][0] -%}
         {%- set mark = held | int if held is not none else none -%}
     {%- endif -%}
-    {{ return({'mark': mark, 'to': to}) }}
+    {{ return({'mark': mark, 'to': to, 'columns': columns}) }}
 {% endmacro %}
 
 {#- The silver rows of `plan`, each with the silver_version it was inserted in. -#}

@@ -18,7 +18,7 @@ import shutil
 import socketserver
 import subprocess
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -294,12 +294,16 @@ def expected_silver(rows: list[dict[str, Any]], game: str) -> dict[str, dict[str
     return kept
 
 
+# player_agg's columns that are not counts: none until the player's first event (or purchase)
+PLAYER_EXTREMES = ("best_score", "max_level", "first_event_at", "last_event_at", "last_purchase_at")
+
+
 def expected_player_agg(silver: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     players: dict[str, dict[str, Any]] = {}
     for row in silver.values():
         p = players.setdefault(
             row["gamer_id"],
-            defaultdict(int, best_score=None, max_level=None, first_event_at=None, last_event_at=None),
+            defaultdict(int, dict.fromkeys(PLAYER_EXTREMES)),
         )
         p["event_count"] += 1
         p["session_count"] += row["event_type"] == "session_start"
@@ -315,22 +319,27 @@ def expected_player_agg(silver: dict[str, dict[str, Any]]) -> dict[str, dict[str
         at = row["event_timestamp"]
         p["first_event_at"] = at if p["first_event_at"] is None else min(p["first_event_at"], at)
         p["last_event_at"] = at if p["last_event_at"] is None else max(p["last_event_at"], at)
+        if row["event_type"] == "purchase":
+            last = p["last_purchase_at"]
+            p["last_purchase_at"] = at if last is None else max(last, at)
     return {gamer: dict(p) for gamer, p in players.items()}
 
 
 def expected_daily_active(silver: dict[str, dict[str, Any]]) -> dict[Any, dict[str, int]]:
     days: dict[Any, dict[str, Any]] = {}
     for row in silver.values():
-        d = days.setdefault(row["event_date"], {"players": set(), "payers": set(), "events": 0})
+        d = days.setdefault(row["event_date"], {"players": set(), "payers": set(), "events": Counter()})
         d["players"].add(row["gamer_id"])
         if row["event_type"] == "purchase":
             d["payers"].add(row["gamer_id"])
-        d["events"] += 1
+        d["events"][row["event_type"]] += 1
     return {
         day: {
             "active_players": len(d["players"]),
             "paying_players": len(d["payers"]),
-            "event_count": d["events"],
+            "session_count": d["events"]["session_start"],
+            "match_count": d["events"]["match_start"],
+            "event_count": d["events"].total(),
         }
         for day, d in days.items()
     }

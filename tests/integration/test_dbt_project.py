@@ -722,6 +722,55 @@ def test_a_cycle_builds_gold_on_threads_after_silver_on_one(lake: Lake, writer: 
     assert steps[-1].result.args["threads"] == 2
 
 
+def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # Handed player_agg's version from before the cycle, daily_active adds to a day the players
+    # whose stored last event (last purchase) falls on an earlier day, counts none whose falls on
+    # the day, and recounts from silver a day where a player's stored last event is later (a late
+    # event). Each cycle mixes the three across days, a retry among them; every count must be exact.
+    silver, daily_active = f"silver.silver_{ACTIVE}", f"gold_{ACTIVE}_daily_active"
+    tables_dir = _table_dir(lake, silver).parent.parent
+    day = datetime.combine(NOW.date() - timedelta(days=3), datetime.min.time())
+    landed_at = NOW - timedelta(seconds=30)
+
+    def event(gamer: str, days: int, hour: int, kind: str = "match_start") -> dict[str, Any]:
+        at = day + timedelta(days=days, hours=hour)
+        return writer.event(ACTIVE, 4, landed_at, gamer_id=gamer, event_type=kind, event_timestamp=at)
+
+    def cycle(rows: list[dict[str, Any]]) -> None:
+        lake.land(rows, support.schema_for(4))
+        lake.build("the slice", "stg_bronze__new_events")
+        readers = read_slice_readers(lake.spark)
+        with handing_cycle_facts(lake.spark, tables_dir, readers, lock_held=True):
+            lake.dbt(*after_slice_args(build_selection(readers)))
+        assert f"gold_{ACTIVE}_player_agg version as of" in _compiled(lake, daily_active), (
+            "daily_active was not handed player_agg's version: it recounted every day"
+        )
+        assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+
+    first = [event("da-early", 1, 9), event("da-late", 1, 10, "purchase"), event("da-payer", 0, 8)]
+    cycle(first)
+    cycle(
+        [
+            event("da-early", 1, 11),  # already counted on day 1
+            event("da-new", 1, 12),  # new to day 1
+            event("da-late", 0, 13),  # late: stored last event on day 1, none before on day 0
+            event("da-payer", 0, 14, "purchase"),  # active on day 0 already, a payer new to it
+            event("da-late", 1, 15, "purchase"),  # paid on day 1 already
+            writer.retry(first[0], landed_at),  # silver holds it: counted nowhere again
+        ]
+    )
+    cycle(
+        [
+            event("da-late", 2, 9, "purchase"),  # last event and last purchase on an earlier day
+            event("da-early", 0, 16, "purchase"),  # late, and its first purchase
+            event("da-late", 0, 20),  # late, on a day it was counted on already
+            event("da-fresh", 2, 10, "purchase"),
+        ]
+    )
+
+
 def test_the_silver_check_reads_the_dates_its_build_recorded(
     lake: Lake, writer: support.BronzeWriter
 ) -> None:

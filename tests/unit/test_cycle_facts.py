@@ -12,7 +12,14 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from ingest.ops.cycle_facts import GOLD_MARKS_CONF, NONE_HANDED, SLICE_FACTS_CONF, handing_cycle_facts
+from ingest.ops.cycle_facts import (
+    GOLD_MARKS_CONF,
+    GOLD_VERSIONS_CONF,
+    HANDED_CONFS,
+    NONE_HANDED,
+    SLICE_FACTS_CONF,
+    handing_cycle_facts,
+)
 from ingest.ops.gold_marks import gold_marks
 from ingest.ops.refresh_selection import ANY_GAME, SliceReaders
 from tests.unit.conf_session import ConfSession
@@ -36,23 +43,32 @@ READERS = SliceReaders(
 )
 
 
+def _paid(rows: int) -> dict[str, pa.Array]:
+    return {"last_purchase_at": pa.array([None] * rows, pa.timestamp("us", "UTC"))}
+
+
 def _gold(tables: Path, name: str, columns: dict[str, list[Any]]) -> None:
     write_deltalake(str(tables / "gold.db" / name), pa.table(columns), mode="append")
 
 
 @pytest.fixture
 def tables(tmp_path: Path) -> Path:
-    _gold(tmp_path, "gold_alpha_player_agg", {"gamer_id": ["g1", "g2"], "silver_version": [3, 7]})
+    _gold(tmp_path, "gold_alpha_player_agg", {"gamer_id": ["g1", "g2"], "silver_version": [3, 7], **_paid(2)})
+    _gold(tmp_path, "gold_alpha_player_agg", {"gamer_id": ["g3"], "silver_version": [7], **_paid(1)})
     _gold(tmp_path, "gold_alpha_daily_active", {"event_date": ["2026-11-27"], "silver_version": [6]})
     _gold(tmp_path, "gold_beta_player_agg", {"gamer_id": ["g1"], "silver_version": [9]})  # not built now
     _gold(tmp_path, "gold_gamma_player_agg", {"gamer_id": ["g1"]})  # built before gold kept a mark
+    # built before player_agg kept last_purchase_at, which daily_active reads: asks Spark
+    _gold(tmp_path, "gold_delta_player_agg", {"gamer_id": ["g1"], "silver_version": [5]})
+    _gold(tmp_path, "gold_delta_daily_active", {"event_date": ["2026-11-27"], "silver_version": [5]})
     return tmp_path
 
 
 def test_each_built_gold_table_of_the_games_hands_its_largest_silver_version(tables: Path) -> None:
-    assert gold_marks(tables, ["alpha", "gamma", "delta"]) == {
+    assert gold_marks(tables, ["alpha", "gamma", "delta", "epsilon"]) == {
         "gold.gold_alpha_player_agg": 7,
         "gold.gold_alpha_daily_active": 6,
+        "gold.gold_delta_daily_active": 5,
     }
 
 
@@ -77,17 +93,22 @@ def test_facts_are_handed_under_the_lock_and_cleared_after(tables: Path) -> None
         handed = spark.handed(GOLD_MARKS_CONF)
         assert handed == {"gold.gold_alpha_player_agg": 7, "gold.gold_alpha_daily_active": 6}
         assert spark.handed(SLICE_FACTS_CONF)["bounds"] == BOUNDS
-    assert spark.conf.values == {GOLD_MARKS_CONF: NONE_HANDED, SLICE_FACTS_CONF: NONE_HANDED}
+        # the versions the marks were read at: daily_active reads player_agg there
+        assert spark.handed(GOLD_VERSIONS_CONF) == {
+            "gold.gold_alpha_player_agg": 1,
+            "gold.gold_alpha_daily_active": 0,
+        }
+    assert spark.conf.values == dict.fromkeys(HANDED_CONFS, NONE_HANDED)
 
 
 def test_without_the_lock_nothing_is_handed_and_models_ask_spark(tables: Path) -> None:
     spark = ConfSession()
     with handing_cycle_facts(spark, tables, READERS, lock_held=False):
-        assert spark.handed(GOLD_MARKS_CONF) == {} and spark.handed(SLICE_FACTS_CONF) == {}
+        assert all(spark.handed(conf) == {} for conf in HANDED_CONFS)
 
 
 def test_a_failed_build_leaves_no_facts_behind(tables: Path) -> None:
     spark = ConfSession()
     with pytest.raises(RuntimeError), handing_cycle_facts(spark, tables, READERS, lock_held=True):
         raise RuntimeError("dbt failed")
-    assert spark.conf.values == {GOLD_MARKS_CONF: NONE_HANDED, SLICE_FACTS_CONF: NONE_HANDED}
+    assert spark.conf.values == dict.fromkeys(HANDED_CONFS, NONE_HANDED)
