@@ -23,7 +23,8 @@ from (
         count_if(event_type = 'purchase') as purchase_count,
         max(score) as best_score,
         min(event_at) as first_event_at,
-        max(event_at) as last_event_at
+        max(event_at) as last_event_at,
+        max(if(event_type = 'purchase', event_at, null)) as last_purchase_at
     from {{ ref('silver_' ~ game_slug) }}
     group by gamer_id
 ) as recomputed
@@ -36,5 +37,8 @@ where
     or not (recomputed.best_score <=> previous_totals.best_score)
     or not (recomputed.first_event_at <=> previous_totals.first_event_at)
     or not (recomputed.last_event_at <=> previous_totals.last_event_at)
+    {#- null for a payer who paid before the table had the column: unknown, not drift #}
+    or not (recomputed.last_purchase_at <=> previous_totals.last_purchase_at)
+    and (previous_totals.last_purchase_at is not null or previous_totals.purchase_count = 0)
     {%- endfor %}
 {%- endmacro %}

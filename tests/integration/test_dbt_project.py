@@ -892,7 +892,11 @@ def test_a_second_build_waits_for_the_lock(lake: Lake, writer: support.BronzeWri
     assert lake.table("silver.gamelake_build_lock") == [], "a build left its lock behind"
 
     # the whole-table audit is not part of a plain build, and passes when asked for
-    audit_tests = {"assert_player_agg_matches_silver", "unique_stg_bronze__game_events_bronze_row_key"}
+    audit_tests = {
+        "assert_player_agg_matches_silver",
+        "assert_daily_active_matches_silver",
+        "unique_stg_bronze__game_events_bronze_row_key",
+    }
     assert not audit_tests & {r.node.name for r in built.result.results}
     audit = lake.dbt("build", "--select", "tag:audit")
     assert audit_tests <= {r.node.name for r in audit.result.results}
