@@ -21,8 +21,8 @@ SILVER_ONLY = ("bronze_version", "dq_warnings", "silver_loaded_at")
 # data-tests/assert_silver_new_rows_valid.sql and assert_gold_rows_valid.sql.
 PLAYER_AGG_COLUMNS = (
     "game_slug gamer_id event_count session_count match_count purchase_count achievement_count "
-    "level_up_count total_session_ms best_score max_level first_event_at last_event_at last_purchase_at "
-    "silver_loaded_at silver_version updated_at"
+    "level_up_count total_session_ms best_score max_level first_event_at last_event_at silver_loaded_at "
+    "silver_version updated_at last_purchase_at"
 )
 DAILY_ACTIVE_COLUMNS = (
     "event_date game_slug active_players paying_players session_count match_count event_count "

@@ -37,8 +37,6 @@ where
     or not (recomputed.best_score <=> previous_totals.best_score)
     or not (recomputed.first_event_at <=> previous_totals.first_event_at)
     or not (recomputed.last_event_at <=> previous_totals.last_event_at)
-    {#- null for a payer who paid before the table had the column: unknown, not drift #}
     or not (recomputed.last_purchase_at <=> previous_totals.last_purchase_at)
-    and (previous_totals.last_purchase_at is not null or previous_totals.purchase_count = 0)
     {%- endfor %}
 {%- endmacro %}

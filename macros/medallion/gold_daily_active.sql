@@ -197,7 +197,7 @@ select * from final
 
 {#- The cases of a known batch player: new to the batch row's day (1) when its stored `last_at`
     falls before the day, counted (0) when on it. Otherwise null: after the day (a late event),
-    or not known (a payer who paid before player_agg had last_purchase_at). -#}
+    or not stored. -#}
 {% macro _new_to_day(last_at) %}
     {{- return("when " ~ _utc_date(last_at) ~ " < batch_players.event_date then 1"
         ~ " when " ~ _utc_date(last_at) ~ " = batch_players.event_date then 0") -}}

@@ -9,17 +9,17 @@
     and silver holds each event once, so it counts sessions, not events.
     last_purchase_at is what daily_active's paying_players needs to add a cycle's payers
     without reading the day (gold_daily_active.sql). A table built before it had the column
-    holds null there for earlier payers: that stays null (unknown), never a later purchase
-    standing for the latest. -#}
+    gets it filled once, for every gamer, from silver's purchases at the version this build
+    reads up to (_backfilled_player_agg). -#}
 {% macro gold_player_agg(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
     {{- config(unique_key='gamer_id') -}}
     {%- set counts = ['event_count', 'session_count', 'match_count', 'purchase_count',
                       'achievement_count', 'level_up_count', 'total_session_ms'] -%}
     {%- set plan = gamelake_silver_read_plan(ref('silver_' ~ game_slug)) -%}
-    {#- a table built before last_purchase_at has no such column until this merge adds it -#}
-    {%- set stored_purchase = 'previous_totals.last_purchase_at'
-        if plan.columns is none or 'last_purchase_at' in plan.columns else 'cast(null as timestamp)' -%}
+    {%- set incremental = is_incremental() and plan.mark is not none -%}
+    {#- the stored table predates last_purchase_at (plan.columns: none when it was handed) -#}
+    {%- set backfill = incremental and plan.columns is not none and 'last_purchase_at' not in plan.columns -%}
 with new_events as (
     {{- gamelake_unread_silver(ref('silver_' ~ game_slug), plan) }}
 ),
@@ -45,7 +45,9 @@ batch as (
     group by gamer_id
 ),
 
-{%- if is_incremental() and plan.mark is not none %}
+{%- if backfill %}
+{{ _backfilled_player_agg(ref('silver_' ~ game_slug), plan, counts) }}
+{%- elif incremental %}
 
 previous_totals as (
     select * from {{ this }}
@@ -61,8 +63,7 @@ merged as (
         greatest(batch.max_level, previous_totals.max_level) as max_level,
         least(batch.first_event_at, previous_totals.first_event_at) as first_event_at,
         greatest(batch.last_event_at, previous_totals.last_event_at) as last_event_at,
-        if(previous_totals.purchase_count > 0 and {{ stored_purchase }} is null,
-           null, greatest(batch.last_purchase_at, {{ stored_purchase }})) as last_purchase_at,
+        greatest(batch.last_purchase_at, previous_totals.last_purchase_at) as last_purchase_at,
         greatest(batch.silver_loaded_at, previous_totals.silver_loaded_at) as silver_loaded_at,
         greatest(batch.silver_version, previous_totals.silver_version) as silver_version
     from batch
@@ -79,10 +80,53 @@ merged as (
 final as (
     select
         '{{ game_slug }}' as game_slug,
-        merged.*,
-        current_timestamp() as updated_at
+        merged.* except (last_purchase_at),
+        current_timestamp() as updated_at,
+        {#- after updated_at, where a table built before it appends it (on_schema_change): every
+            game's table then has its columns in one order, which gold_all_games unions by #}
+        merged.last_purchase_at
     from merged
 )
 
 select * from final
+{%- endmacro %}
+
+
+
+{#- The merge of a table built before last_purchase_at: every stored gamer, touched or not, gets
+    it from silver's purchases up to plan.to, which is what the table holds once this build's
+    batch is in. A whole-table rewrite, once. -#}
+{% macro _backfilled_player_agg(silver, plan, counts) %}
+purchases as (
+    select
+        gamer_id,
+        max(event_at) as last_purchase_at
+    from {{ silver }} version as of {{ plan.to }}
+    where event_type = 'purchase'
+    group by gamer_id
+),
+
+previous_totals as (
+    select * from {{ this }}
+),
+
+merged as (
+    select
+        coalesce(batch.gamer_id, previous_totals.gamer_id) as gamer_id,
+        {%- for column in counts %}
+        coalesce(batch.{{ column }}, 0) + coalesce(previous_totals.{{ column }}, 0) as {{ column }},
+        {%- endfor %}
+        greatest(batch.best_score, previous_totals.best_score) as best_score,
+        greatest(batch.max_level, previous_totals.max_level) as max_level,
+        least(batch.first_event_at, previous_totals.first_event_at) as first_event_at,
+        greatest(batch.last_event_at, previous_totals.last_event_at) as last_event_at,
+        purchases.last_purchase_at,
+        greatest(batch.silver_loaded_at, previous_totals.silver_loaded_at) as silver_loaded_at,
+        greatest(batch.silver_version, previous_totals.silver_version) as silver_version
+    from batch
+    full outer join previous_totals
+        on batch.gamer_id = previous_totals.gamer_id
+    left join purchases
+        on coalesce(batch.gamer_id, previous_totals.gamer_id) = purchases.gamer_id
+),
 {%- endmacro %}

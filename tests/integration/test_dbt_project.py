@@ -771,6 +771,32 @@ def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
     )
 
 
+def test_a_player_agg_from_before_last_purchase_at_gets_it_for_every_player(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # A lakehouse built before player_agg kept last_purchase_at: the refresh hands no mark for
+    # that table (its build must ask Spark, and learn the columns), its next build fills the
+    # column for every player from silver, and the cycle after adds daily_active's new players.
+    silver, player_agg = f"silver.silver_{ACTIVE}", f"gold.gold_{ACTIVE}_player_agg"
+    tables_dir = _table_dir(lake, silver).parent.parent
+    old_rows = lake.spark.table(player_agg).drop("last_purchase_at")
+    old_rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(player_agg)
+    assert "last_purchase_at" not in lake.columns(player_agg)
+
+    for cycle in range(2):
+        batch = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(20)]
+        lake.land(batch, support.schema_for(4))
+        lake.build(f"cycle {cycle}: the slice", "stg_bronze__new_events")
+        readers = read_slice_readers(lake.spark)
+        with handing_cycle_facts(lake.spark, tables_dir, readers, lock_held=True):
+            handed = json.loads(lake.spark.conf.get(GOLD_MARKS_CONF))
+            assert (player_agg in handed) is (cycle == 1), handed
+            lake.dbt(*after_slice_args(build_selection(readers)))
+        # every player's last purchase, touched by this batch or not (assert_gold_exact)
+        assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+    assert f"gold_{ACTIVE}_player_agg version as of" in _compiled(lake, f"gold_{ACTIVE}_daily_active")
+
+
 def test_the_silver_check_reads_the_dates_its_build_recorded(
     lake: Lake, writer: support.BronzeWriter
 ) -> None:
