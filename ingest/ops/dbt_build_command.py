@@ -29,7 +29,7 @@ from ingest.games.seed import SEED, read_games
 from ingest.landing.delta.table_location import TableLocation
 from ingest.ops import docs_site
 from ingest.ops.codegen_mode import interpreted, set_mode, table_rows
-from ingest.ops.dbt_build_lock import LOCK_HELD_VAR, LOCK_NAME, holding_build_lock, new_holder
+from ingest.ops.dbt_build_lock import LOCK_DDL, LOCK_HELD_VAR, LOCK_NAME, holding_build_lock, new_holder
 from ingest.ops.warm_dbt import WarmDbt
 
 PROFILES_DIR = PROJECT_DIR / "profiles"
@@ -50,9 +50,7 @@ def build_lock(spark: Any, tables: TableLocation) -> Iterator[tuple[str, ...]]:
     """dbt's build lock held with delta-rs, its table made first on a new lakehouse (the statement
     dbt's hook runs); yields the ``--vars`` that tell dbt's hooks this process holds it."""
     spark.sql(f"create schema if not exists {LOCK_NAME.split('.')[0]}")
-    spark.sql(
-        f"create table if not exists {LOCK_NAME} (name string, holder string, taken_at timestamp) using delta"
-    )
+    spark.sql(LOCK_DDL)
     holder = new_holder("dbt-build")
     with holding_build_lock(tables, "dbt-build", holder):
         yield ("--vars", json.dumps({LOCK_HELD_VAR: holder}))

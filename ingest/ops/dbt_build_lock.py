@@ -34,6 +34,10 @@ from ingest.ops.lakehouse_checkpoints import checkpoint
 
 LOCK_TABLE = Path("silver.db") / "gamelake_build_lock"
 LOCK_NAME = "silver.gamelake_build_lock"
+# the table as dbt's hook makes it (macros/medallion/build_lock.sql, _gamelake_lock_ddl)
+LOCK_DDL = (
+    f"create table if not exists {LOCK_NAME} (name string, holder string, taken_at timestamp) using delta"
+)
 LOCK_HELD_VAR = "gamelake_build_lock_held_by"  # tells dbt's hooks the caller holds the lock
 # Each holding adds two commits, and an open replays the commits after the last checkpoint (on
 # S3, a GET each): a checkpoint every 10th keeps an open to a few reads, where delta-rs' default

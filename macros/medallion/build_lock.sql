@@ -14,8 +14,7 @@
         {{ return('') }}
     {%- endif -%}
     {%- set lock = _gamelake_lock_table() -%}
-    {%- do run_query("create table if not exists " ~ lock
-        ~ " (name string, holder string, taken_at timestamp) using delta") -%}
+    {%- do run_query(_gamelake_lock_ddl(lock)) -%}
     {%- set taken = run_query(
         "merge into " ~ lock ~ " as held using (select 'build' as name, '" ~ invocation_id
         ~ "' as holder, current_timestamp() as taken_at) as wanted on held.name = wanted.name "
@@ -47,8 +46,7 @@
         {{ return('') }}
     {%- endif -%}
     {%- set lock = _gamelake_lock_table() -%}
-    {%- do run_query("create table if not exists " ~ lock
-        ~ " (name string, holder string, taken_at timestamp) using delta") -%}
+    {%- do run_query(_gamelake_lock_ddl(lock)) -%}
     {%- if force -%}
         {%- do run_query("delete from " ~ lock) -%}
     {%- else -%}
@@ -63,6 +61,11 @@
         {{ return(none) }}
     {%- endif -%}
     {{ return(result.columns['num_affected_rows'].values()[0] | int) }}
+{% endmacro %}
+
+{#- The lock's table, made on first use (ingest/ops/dbt_build_lock.py's LOCK_DDL is the same). -#}
+{% macro _gamelake_lock_ddl(lock) %}
+    {{- return("create table if not exists " ~ lock ~ " (name string, holder string, taken_at timestamp) using delta") -}}
 {% endmacro %}
 
 {% macro _gamelake_lock_table() %}

@@ -12,7 +12,7 @@ import pytest
 
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.landing.delta.table_scan import scan
-from ingest.ops.dbt_build_lock import LOCK_NAME, holding_build_lock, lock_table
+from ingest.ops.dbt_build_lock import LOCK_DDL, holding_build_lock, lock_table
 from tests.integration.ingest_support import ingest_cli
 
 pytestmark = pytest.mark.integration
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 MAKE_LOCK_TABLE = (
     "from ingest.core.spark.session import local_session; spark = local_session(); "
     "spark.sql('create schema if not exists silver'); "
-    f"spark.sql('create table {LOCK_NAME} (name string, holder string, taken_at timestamp) using delta')"
+    f"spark.sql('{LOCK_DDL}')"
 )
 
 
