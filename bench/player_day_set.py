@@ -21,7 +21,8 @@ timed whole (statement to commit) in one warm local Spark session:
   batch alone, each of its players new to the day or not from a player_agg-like table's last
   event read at a version (here every player was active today already, as late in a day), the
   counts added to the stored day; the recount of a day with a late event is in the statement,
-  pruned at run time to no partition when none is late, as the macro's.
+  pruned at run time to no partition when none is late, as the macro's. Its source is also timed
+  alone, and without the recount branch (what the statement costs when it can be left out).
 
 A silver-like table (bench/day_partition_reads.py's rows, 5,000 players) takes
 ``--rows-per-cycle`` rows a cycle into today's partition; at each count of ``--cycles`` the set is
@@ -158,12 +159,16 @@ def measure(spark: Any, root: Path, per_cycle: int, cycles: list[int], rounds: i
         as_built = _seconds(spark, AS_BUILT, rounds)
         players = _seconds(spark, SET_PLAYERS, rounds)
         from_set = _seconds(spark, SET_DAILY, rounds)
-        from_players = _seconds(spark, FROM_PLAYERS.format(players=f"delta.`{known}`"), rounds)
+        from_players_sql = FROM_PLAYERS.format(players=f"delta.`{known}`")
+        from_players = _seconds(spark, from_players_sql, rounds)
+        source = from_players_sql.split("using (", 1)[1].rsplit(") as s on", 1)[0]
+        additive = source.replace(" union all select * from recounted", "")
+        source_s, additive_s = _seconds(spark, source, rounds), _seconds(spark, additive, rounds)
         set_size = spark.sql(f"select count(*) from player_days where event_date = date '{TODAY}'").first()[0]
         lines.append(
             f"| {target} | {rows_done:,} | {set_size:,} | {as_built:.2f} | {players:.2f} | {from_set:.2f} "
             f"| {players + from_set:.2f} | {(players + from_set) / as_built:.2f}x "
-            f"| {from_players:.2f} | {from_players / as_built:.2f}x |"
+            f"| {from_players:.2f} | {from_players / as_built:.2f}x | {source_s:.2f} | {additive_s:.2f} |"
         )
         print(lines[-1], flush=True)
     return lines
@@ -191,8 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "| cycles | today's silver rows | set rows today | as built: daily_active MERGE s "
         "| set: player_days MERGE s | set: daily_active MERGE s | set: both s | set / as built "
-        "| from players: daily_active MERGE s | from players / as built |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| from players: daily_active MERGE s | from players / as built "
+        "| from players: its source s | of it, without the recount branch s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *rows,
     ]
     append_section(
