@@ -8,8 +8,10 @@
       - one whose stored last event falls on the day was counted already: + 0;
       - one whose stored last event falls on a later day (a late event) may or may not have been:
         that day is recounted exactly from silver's partition for the day, and only that day.
-    So the common build reads the batch from silver's change feed and player_agg, and not the
-    day's rows in silver, which grow all day (bench/results/day_partition_reads.md). A build not
+    So the common build reads the batch from silver's change feed and player_agg, and no row of
+    the day's partition in silver, which grows all day. The recount branch still costs it Spark
+    work that grows with the day even when it recounts nothing (bench/results/
+    day_partition_reads.md, stop 55): leaving it out when no day can be late is next. A build not
     handed player_agg's version (one from a shell, or a first build after an upgrade) recounts
     every day the batch touches, as daily_active always did. Without a mark, all days are counted
     from a pinned snapshot. Days are UTC, as silver's event_date (bronze's date of event_at). -#}
