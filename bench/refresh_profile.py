@@ -237,7 +237,7 @@ def _cycle(
         readers = read_slice_readers(spark)
         selection = build_selection(readers)
         tables_dir = watch.readers.silver_dir.parent
-        with handing_cycle_facts(spark, tables_dir, readers, bool(held) and facts):
+        with handing_cycle_facts(spark, tables_dir, readers, bool(held) and facts) as hand_gold_step:
             if selection and gold_threads > 1:
 
                 def invoke(*args: str) -> Any:
@@ -250,7 +250,7 @@ def _cycle(
                     selection,
                     given,
                     gold_threads,
-                    before_gold=lambda: watch.hand_table_versions_to(spark),
+                    before_gold=lambda: (watch.hand_table_versions_to(spark), hand_gold_step()),
                 )
             elif selection:
                 _, games = _dbt(project, recorder, *second(selection), *given)

@@ -243,15 +243,14 @@ def _build_locked(
         return Written((), quarantine=False)
     log.info("refresh: building %s", " ".join(selection))
     # what the models would ask Spark one by one, read once for the games built
-    with handing_cycle_facts(spark, tables_dir, readers, LOCK_HELD_VAR in given):
+    with handing_cycle_facts(spark, tables_dir, readers, LOCK_HELD_VAR in given) as hand_gold_step:
+
+        def before_gold() -> None:
+            watch.hand_table_versions_to(spark)
+            hand_gold_step()  # after the versions: it reads silver's batches up to them
+
         # the same vars: a change would re-parse
-        ok = build_after_slice(
-            _DBT.invoke,
-            selection,
-            bound,
-            gold_threads,
-            before_gold=lambda: watch.hand_table_versions_to(spark),
-        )
+        ok = build_after_slice(_DBT.invoke, selection, bound, gold_threads, before_gold=before_gold)
     return Written(tuple(readers.games_to_build()), readers.quarantine_to_build()) if ok else None
 
 

@@ -8,13 +8,15 @@
       - one whose stored last event falls on the day was counted already: + 0;
       - one whose stored last event falls on a later day (a late event) may or may not have been:
         that day is recounted exactly from silver's partition for the day, and only that day.
-    So the common build reads the batch from silver's change feed and player_agg, and no row of
-    the day's partition in silver, which grows all day. The recount branch still costs it Spark
-    work that grows with the day even when it recounts nothing (bench/results/
-    day_partition_reads.md, stop 55): leaving it out when no day can be late is next. A build not
-    handed player_agg's version (one from a shell, or a first build after an upgrade) recounts
-    every day the batch touches, as daily_active always did. Without a mark, all days are counted
-    from a pinned snapshot. Days are UTC, as silver's event_date (bronze's date of event_at). -#}
+    So a build reads the batch from silver's change feed and player_agg, and no row of the day's
+    partition in silver, which grows all day. The recount branch costs Spark work that grows with
+    the day even when it recounts nothing (bench/results/day_partition_reads.md), so it is left
+    out when no batch day can be late: every day of the batch on or after player_agg's latest
+    stored day, which `ingest refresh` hands over (ingest/ops/daily_active_batches.py). A build
+    not handed player_agg's version (one from a shell, or a first build after an upgrade)
+    recounts every day the batch touches, as daily_active always did. Without a mark, all days
+    are counted from a pinned snapshot. Days are UTC, as silver's event_date (bronze's date of
+    event_at). -#}
 {% macro gold_daily_active(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
     {{- config(unique_key='event_date') -}}
@@ -24,7 +26,9 @@
     {%- if plan.mark is none %}
 {{ _daily_active_counted(silver, plan, key, game_slug) }}
     {%- else %}
-{{ _daily_active_added(silver, plan, key, game_slug, _player_state(game_slug, plan)) }}
+    {%- set player_state = _player_state(game_slug, plan) %}
+{{ _daily_active_added(silver, plan, key, game_slug, player_state,
+    late_possible=not _no_day_late(silver, plan, player_state)) }}
     {%- endif %}
 {%- endmacro %}
 
@@ -55,7 +59,7 @@ select * from final
     recounted from silver's partition for the day where it is not. Each day's silver_version is
     the latest silver version that brought it rows: the table's mark is then the largest silver
     version read, as player_agg's is, so the two marks agree when both have read the same rows. -#}
-{% macro _daily_active_added(silver, plan, key, game_slug, player_state) %}
+{% macro _daily_active_added(silver, plan, key, game_slug, player_state, late_possible) %}
 with new_events as (
     {{- gamelake_unread_silver(silver, plan) }}
 ),
@@ -141,8 +145,17 @@ added as (
     from batch_days
     left join {{ this }} as previous_days
         on batch_days.event_date = previous_days.event_date
+    {%- if late_possible %}
     where batch_days.additive
+    {%- else %}
+    {#- foreseen: a late player here is a broken fact, never a silently skipped day #}
+    where assert_true(
+        batch_days.additive,
+        '{{ this.identifier }}: a batch day needs a recount that `ingest refresh` did not foresee; run `dbt build --select {{ this.identifier }}` from a shell, which recounts it'
+    ) is null
+    {%- endif %}
 ),
+{%- if late_possible %}
 
 recounted_days as (
     {#- the semi-join prunes silver's partitions at run time (dynamic partition pruning): a
@@ -177,6 +190,12 @@ changed as (
     union all
     select * from recounted
 ),
+{%- else %}
+
+changed as (
+    select * from added
+),
+{%- endif %}
 
 final as (
     select
@@ -222,4 +241,28 @@ select * from final
     {%- endif -%}
     {{ return({'relation': this.incorporate(path={'identifier': 'gold_' ~ game_slug ~ '_player_agg'}),
                'version': versions[name] | int}) }}
+{% endmacro %}
+
+
+{#- Whether no day of this build's batch can meet a late player: every batch day is on or after
+    the latest day player_agg held before the cycle, as `ingest refresh` handed them over for the
+    silver version the batch ends at (ingest/ops/daily_active_batches.py). When this invocation
+    built silver after they were read, its insert's days are the ones that build recorded. -#}
+{% macro _no_day_late(silver, plan, player_state) %}
+    {%- set handed = _handed_conf('spark.gamelake.daily_active_batches')
+        .get(this.schema ~ '.' ~ this.identifier) -%}
+    {%- if player_state is none or handed is none -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {%- set dates = handed['dates'] | list -%}
+    {%- if plan.to == handed['silver_to'] + 1 -%}
+        {%- set recorded = _recorded_batch(silver) -%}
+        {%- if recorded is none -%}
+            {{ return(false) }}
+        {%- endif -%}
+        {%- set dates = dates + recorded.dates -%}
+    {%- elif plan.to != handed['silver_to'] -%}
+        {{ return(false) }}
+    {%- endif -%}
+    {{ return(dates | length == 0 or dates | min >= handed['players_through']) }}
 {% endmacro %}

@@ -729,8 +729,12 @@ def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
     # whose stored last event (last purchase) falls on an earlier day, counts none whose falls on
     # the day, and recounts from silver a day where a player's stored last event is later (a late
     # event). Each cycle mixes the three across days, a retry among them; every count must be exact.
+    # The cycles run as the refresh runs them, on one invocation and with a gold step of its own:
+    # a batch with a day before player_agg's latest keeps the recount branch in its statement; one
+    # whose days are all on or after it leaves the branch out.
     silver, daily_active = f"silver.silver_{ACTIVE}", f"gold_{ACTIVE}_daily_active"
     tables_dir = _table_dir(lake, silver).parent.parent
+    watch = BronzeWatch(lake.bronze_path, ReaderMarks(_table_dir(lake, silver).parent))
     day = datetime.combine(NOW.date() - timedelta(days=3), datetime.min.time())
     landed_at = NOW - timedelta(seconds=30)
 
@@ -738,19 +742,32 @@ def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
         at = day + timedelta(days=days, hours=hour)
         return writer.event(ACTIVE, 4, landed_at, gamer_id=gamer, event_type=kind, event_timestamp=at)
 
-    def cycle(rows: list[dict[str, Any]]) -> None:
+    def cycle(rows: list[dict[str, Any]], late: bool, gold_threads: int = 1) -> None:
         lake.land(rows, support.schema_for(4))
-        lake.build("the slice", "stg_bronze__new_events")
-        readers = read_slice_readers(lake.spark)
-        with handing_cycle_facts(lake.spark, tables_dir, readers, lock_held=True):
-            lake.dbt(*after_slice_args(build_selection(readers)))
-        assert f"gold_{ACTIVE}_player_agg version as of" in _compiled(lake, daily_active), (
+        watch.version()
+        watch.hand_versions_to(lake.spark)
+        try:
+            lake.build("the slice", "stg_bronze__new_events")
+            readers = read_slice_readers(lake.spark)
+            with handing_cycle_facts(lake.spark, tables_dir, readers, lock_held=True) as hand_gold_step:
+
+                def before_gold() -> None:
+                    watch.hand_table_versions_to(lake.spark)
+                    hand_gold_step()
+
+                assert build_after_slice(lake.dbt, build_selection(readers), [], gold_threads, before_gold)
+        finally:
+            for key in (VERSIONS_CONF, HANDED_CONF):
+                lake.spark.conf.unset(key)
+        compiled = _compiled(lake, daily_active)
+        assert f"gold_{ACTIVE}_player_agg version as of" in compiled, (
             "daily_active was not handed player_agg's version: it recounted every day"
         )
+        assert ("recounted_days" in compiled) is late, f"late days possible: {late}; compiled:\n{compiled}"
         assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
 
     first = [event("da-early", 1, 9), event("da-late", 1, 10, "purchase"), event("da-payer", 0, 8)]
-    cycle(first)
+    cycle(first, late=True)
     cycle(
         [
             event("da-early", 1, 11),  # already counted on day 1
@@ -759,7 +776,9 @@ def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
             event("da-payer", 0, 14, "purchase"),  # active on day 0 already, a payer new to it
             event("da-late", 1, 15, "purchase"),  # paid on day 1 already
             writer.retry(first[0], landed_at),  # silver holds it: counted nowhere again
-        ]
+        ],
+        late=True,
+        gold_threads=2,
     )
     cycle(
         [
@@ -767,8 +786,26 @@ def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
             event("da-early", 0, 16, "purchase"),  # late, and its first purchase
             event("da-late", 0, 20),  # late, on a day it was counted on already
             event("da-fresh", 2, 10, "purchase"),
-        ]
+        ],
+        late=True,
     )
+    # batches on player_agg's latest day: no player can be late, on either kind of cycle
+    players = lake.table(f"gold.gold_{ACTIVE}_player_agg")
+    latest = max(row["last_event_at"] for row in players)
+    counted = next(row["gamer_id"] for row in players if row["last_event_at"].date() == latest.date())
+    for gold_threads in (1, 2):
+        cycle(
+            [
+                writer.event(ACTIVE, 4, landed_at, gamer_id=gamer, event_type=kind, event_timestamp=latest)
+                for gamer, kind in [
+                    ("da-early", "purchase"),  # new to the day, and a payer new to it
+                    (f"da-today-{gold_threads}", "match_start"),  # new to the game
+                    (counted, "match_start"),  # counted on the day already
+                ]
+            ],
+            late=False,
+            gold_threads=gold_threads,
+        )
 
 
 def test_a_player_agg_from_before_last_purchase_at_gets_it_for_every_player(

@@ -14,6 +14,9 @@ class RuntimeConf:
     def set(self, key: str, value: str) -> None:
         self.values[key] = value
 
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
 
 class ConfSession:
     def __init__(self) -> None:

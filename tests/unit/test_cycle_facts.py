@@ -5,6 +5,7 @@ the build lock, and cleared when the build is over."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
+from ingest.ops.bronze_watch import VERSIONS_CONF
 from ingest.ops.cycle_facts import (
+    DAILY_ACTIVE_BATCHES_CONF,
     GOLD_MARKS_CONF,
     GOLD_VERSIONS_CONF,
     HANDED_CONFS,
@@ -44,7 +47,19 @@ READERS = SliceReaders(
 
 
 def _paid(rows: int) -> dict[str, pa.Array]:
-    return {"last_purchase_at": pa.array([None] * rows, pa.timestamp("us", "UTC"))}
+    """player_agg's times: every player's last event on 2026-11-27, no purchase."""
+    last_event_at = [datetime(2026, 11, 27, 10, tzinfo=UTC)] * rows
+    return {
+        "last_event_at": pa.array(last_event_at, pa.timestamp("us", "UTC")),
+        "last_purchase_at": pa.array([None] * rows, pa.timestamp("us", "UTC")),
+    }
+
+
+def _silver(tables: Path, day: str) -> None:
+    rows = pa.table({"event_date": pa.array([date.fromisoformat(day)]), "gamer_id": ["g1"]})
+    write_deltalake(
+        str(tables / "silver.db" / "silver_alpha"), rows, mode="append", partition_by=["event_date"]
+    )
 
 
 def _gold(tables: Path, name: str, columns: dict[str, list[Any]]) -> None:
@@ -99,6 +114,30 @@ def test_facts_are_handed_under_the_lock_and_cleared_after(tables: Path) -> None
             "gold.gold_alpha_daily_active": 0,
         }
     assert spark.conf.values == dict.fromkeys(HANDED_CONFS, NONE_HANDED)
+
+
+def test_daily_active_is_handed_its_batch_and_again_for_a_gold_step_of_its_own(tables: Path) -> None:
+    # daily_active's mark is silver version 6: silver's commits 7 and 8 are its batch
+    for day in ["2026-11-20"] * 7 + ["2026-11-28"]:
+        _silver(tables, day)  # versions 0-7
+    spark = ConfSession()
+    spark.conf.set(VERSIONS_CONF, json.dumps({"silver.silver_alpha": 7}))
+    with handing_cycle_facts(spark, tables, READERS, lock_held=True) as hand_gold_step:
+        assert spark.handed(DAILY_ACTIVE_BATCHES_CONF) == {
+            "gold.gold_alpha_daily_active": {
+                "silver_to": 7,
+                "dates": ["2026-11-28"],
+                "players_through": "2026-11-27",
+            }
+        }
+        _silver(tables, "2026-11-26")  # the cycle's silver step commits version 8: a late day
+        spark.conf.set(VERSIONS_CONF, json.dumps({"silver.silver_alpha": 8}))  # before the gold step
+        hand_gold_step()
+        assert spark.handed(DAILY_ACTIVE_BATCHES_CONF)["gold.gold_alpha_daily_active"]["dates"] == [
+            "2026-11-26",
+            "2026-11-28",
+        ]
+    assert spark.conf.values[DAILY_ACTIVE_BATCHES_CONF] == NONE_HANDED
 
 
 def test_without_the_lock_nothing_is_handed_and_models_ask_spark(tables: Path) -> None:

@@ -1,0 +1,121 @@
+"""Whether a daily_active build can meet a late player, told before it runs.
+
+``gold_<game>_daily_active`` adds to a day's distinct counts the players new to it, judged from
+player_agg as it stood before the cycle (macros/medallion/gold_daily_active.sql). A player whose
+stored last event falls on a later day than a batch row's is late: that day must be recounted from
+silver, a branch of the statement that costs Spark work growing with the day even when it recounts
+nothing (bench/results/day_partition_reads.md). No player can be late when every day of the batch
+is on or after the latest day player_agg holds. So the refresh hands each daily_active table:
+
+* ``silver_to``/``dates``: the silver version its batch ends at, and the ``event_date`` partition
+  values of silver's commits after its mark up to it, from the commit files (no row read);
+* ``players_through``: the latest UTC day of player_agg's ``last_event_at`` and
+  ``last_purchase_at``, from its file statistics (its columns when a file has none).
+
+Anything not known (a commit file cleaned up, a file without the partition value, an empty
+player_agg) hands nothing for that table, and its build keeps the recount branch.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+
+from ingest.games.layout import silver_table
+from ingest.landing.delta.log_folder import log_folder
+from ingest.landing.delta.table_location import TableLocation, as_location
+from ingest.landing.delta.table_scan import scan
+from ingest.ops.gold_marks import GoldReader
+
+PLAYER_TIMES = ("last_event_at", "last_purchase_at")
+DATE_PARTITION = "event_date"
+
+
+def daily_active_batches(
+    tables_dir: Path | TableLocation, golds: list[GoldReader], silver_versions: dict[str, int]
+) -> dict[str, dict[str, Any]]:
+    """What each daily_active table of ``golds`` is handed, by ``schema.table``, for a batch ending
+    at silver's version in ``silver_versions`` (by ``schema.table``, as the build reads it)."""
+    by_game: dict[str, dict[str, GoldReader]] = {}
+    for gold in golds:
+        by_game.setdefault(_game_of(gold), {})[gold.kind] = gold
+    handed = {}
+    for slug, kinds in by_game.items():
+        daily, players = kinds.get("daily_active"), kinds.get("player_agg")
+        silver_to = silver_versions.get(f"silver.{silver_table(slug)}")
+        if daily is None or players is None or daily.mark is None or silver_to is None:
+            continue
+        silver = as_location(tables_dir).child(f"silver.db/{silver_table(slug)}")
+        dates = dates_committed(silver, daily.mark, silver_to)
+        through = players_through(players.table)
+        if dates is not None and through is not None:
+            handed[daily.name] = {"silver_to": silver_to, "dates": dates, "players_through": through}
+    return handed
+
+
+def dates_committed(table: Path | TableLocation, after: int, upto: int) -> list[str] | None:
+    """The sorted ``event_date`` values of the files committed in versions ``after`` + 1 to
+    ``upto``; None when a commit file is gone or a file has no such partition value."""
+    folder = log_folder(table)
+    dates: set[str] = set()
+    for version in range(after + 1, upto + 1):
+        text = folder.read_text(f"{version:020d}.json")
+        if text is None:
+            return None
+        for line in text.splitlines():
+            action = json.loads(line) if line.strip() else {}
+            for kind in ("add", "cdc"):
+                if kind in action:
+                    date = (action[kind].get("partitionValues") or {}).get(DATE_PARTITION)
+                    if not date:
+                        return None
+                    dates.add(date)
+    return sorted(dates)
+
+
+def players_through(table: DeltaTable) -> str | None:
+    """The latest UTC day of ``table``'s player times as ``YYYY-MM-DD``; None when it holds none."""
+    held = [name for name in PLAYER_TIMES if name in table.schema().to_arrow().names]
+    if PLAYER_TIMES[0] not in held:
+        return None  # not a player_agg this code knows
+    latest = _latest_from_stats(table, held)
+    if latest is None:
+        rows = scan(table, held)
+        found = [pc.max(rows.column(name)).as_py() for name in held]
+        latest = max((at for at in found if at is not None), default=None)
+    return None if latest is None else _utc_day(latest)
+
+
+def _latest_from_stats(table: DeltaTable, columns: list[str]) -> dt.datetime | None:
+    """The largest of the files' max statistics; None when a file lacks one it needs. A stat is
+    truncated to the millisecond, which never moves a time across midnight."""
+    files = pa.table(table.get_add_actions(flatten=True))
+    if files.num_rows == 0:
+        return None
+    latest = []
+    for name in columns:
+        maxima, nulls = f"max.{name}", f"null_count.{name}"
+        if maxima not in files.column_names or nulls not in files.column_names:
+            return None
+        records = files.column("num_records")
+        unknown = pc.and_(pc.is_null(files.column(maxima)), pc.less(files.column(nulls), records))
+        if pc.any(pc.fill_null(unknown, True)).as_py():
+            return None  # a file with values and no statistic for them
+        latest.append(pc.max(files.column(maxima)).as_py())
+    return max((at for at in latest if at is not None), default=None)
+
+
+def _utc_day(at: dt.datetime) -> str:
+    if at.tzinfo is not None:
+        at = at.astimezone(dt.UTC)
+    return at.date().isoformat()
+
+
+def _game_of(gold: GoldReader) -> str:
+    return gold.name.split(".", 1)[1].removeprefix("gold_").removesuffix(f"_{gold.kind}")

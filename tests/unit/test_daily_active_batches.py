@@ -1,0 +1,127 @@
+"""What tells a daily_active build that no player of its batch can be late: the event dates of
+silver's commits after its mark, from the commit files, and player_agg's latest stored day, from
+its file statistics; nothing for a table where either is not known."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from ingest.ops.daily_active_batches import daily_active_batches, dates_committed, players_through
+from ingest.ops.gold_marks import gold_readers
+
+UTC = dt.UTC
+TIMES = pa.timestamp("us", "UTC")
+
+
+def _silver(tables: Path, dates: list[str]) -> None:
+    rows = pa.table(
+        {"event_date": pa.array([dt.date.fromisoformat(d) for d in dates]), "n": list(range(len(dates)))}
+    )
+    write_deltalake(
+        str(tables / "silver.db" / "silver_alpha"), rows, mode="append", partition_by=["event_date"]
+    )
+
+
+def _players(
+    tables: Path, last_event_at: list[dt.datetime], last_purchase_at: list[dt.datetime | None]
+) -> None:
+    rows = pa.table(
+        {
+            "gamer_id": [f"g{n}" for n in range(len(last_event_at))],
+            "last_event_at": pa.array(last_event_at, TIMES),
+            "silver_version": [0] * len(last_event_at),
+            "last_purchase_at": pa.array(last_purchase_at, TIMES),
+        }
+    )
+    write_deltalake(str(tables / "gold.db" / "gold_alpha_player_agg"), rows, mode="append")
+
+
+def _daily(tables: Path, mark: int) -> None:
+    rows = pa.table({"event_date": [dt.date(2026, 11, 27)], "silver_version": [mark]})
+    write_deltalake(str(tables / "gold.db" / "gold_alpha_daily_active"), rows, mode="append")
+
+
+@pytest.fixture
+def tables(tmp_path: Path) -> Path:
+    _silver(tmp_path, ["2026-11-27"])  # version 0
+    _silver(tmp_path, ["2026-11-28", "2026-11-29"])  # 1
+    _silver(tmp_path, ["2026-11-29"])  # 2
+    _players(tmp_path, [dt.datetime(2026, 11, 28, 23, 59, 59, 999999, UTC)], [None])
+    _players(
+        tmp_path, [dt.datetime(2026, 11, 27, 12, tzinfo=UTC)], [dt.datetime(2026, 11, 27, 11, tzinfo=UTC)]
+    )
+    _daily(tmp_path, 0)
+    return tmp_path
+
+
+def test_the_dates_of_the_commits_after_a_mark_come_from_the_commit_files(tables: Path) -> None:
+    silver = tables / "silver.db" / "silver_alpha"
+    assert dates_committed(silver, 0, 2) == ["2026-11-28", "2026-11-29"]
+    assert dates_committed(silver, 1, 2) == ["2026-11-29"]
+    assert dates_committed(silver, 2, 2) == []  # nothing after the mark
+
+
+def test_a_cleaned_up_commit_file_leaves_the_dates_unknown(tables: Path) -> None:
+    silver = tables / "silver.db" / "silver_alpha"
+    os.remove(silver / "_delta_log" / f"{1:020d}.json")
+    assert dates_committed(silver, 0, 2) is None
+    assert dates_committed(silver, 1, 2) == ["2026-11-29"]
+
+
+def test_the_latest_day_of_the_players_is_their_latest_utc_time_from_the_statistics(tables: Path) -> None:
+    # the statistic is truncated to the millisecond: 23:59:59.999999 stays on the 28th
+    assert players_through(DeltaTable(str(tables / "gold.db" / "gold_alpha_player_agg"))) == "2026-11-28"
+
+
+def test_a_later_purchase_than_any_event_would_count_too(tmp_path: Path) -> None:
+    _players(
+        tmp_path, [dt.datetime(2026, 11, 27, 12, tzinfo=UTC)], [dt.datetime(2026, 11, 28, 1, tzinfo=UTC)]
+    )
+    assert players_through(DeltaTable(str(tmp_path / "gold.db" / "gold_alpha_player_agg"))) == "2026-11-28"
+
+
+def test_files_without_statistics_are_read_instead(tmp_path: Path) -> None:
+    rows = pa.table(
+        {
+            "gamer_id": ["g1", "g2"],
+            "last_event_at": pa.array(
+                [dt.datetime(2026, 11, 26, tzinfo=UTC), dt.datetime(2026, 11, 29, 3, tzinfo=UTC)], TIMES
+            ),
+            "last_purchase_at": pa.array([None, None], TIMES),
+        }
+    )
+    place = str(tmp_path / "players")
+    write_deltalake(place, rows, configuration={"delta.dataSkippingNumIndexedCols": "0"})
+    assert players_through(DeltaTable(place)) == "2026-11-29"
+
+
+def test_an_empty_player_agg_holds_no_day(tmp_path: Path) -> None:
+    _players(tmp_path, [], [])
+    assert players_through(DeltaTable(str(tmp_path / "gold.db" / "gold_alpha_player_agg"))) is None
+
+
+def test_each_daily_active_table_is_handed_its_batch_and_the_players_latest_day(tables: Path) -> None:
+    golds = gold_readers(tables, "alpha")
+    handed = daily_active_batches(tables, golds, {"silver.silver_alpha": 2})
+    assert handed == {
+        "gold.gold_alpha_daily_active": {
+            "silver_to": 2,
+            "dates": ["2026-11-28", "2026-11-29"],
+            "players_through": "2026-11-28",
+        }
+    }
+    # silver's version not handed (the build asks Spark): nothing to judge the batch by
+    assert daily_active_batches(tables, golds, {}) == {}
+    # no player_agg among the tables read: nothing either
+    assert (
+        daily_active_batches(
+            tables, [g for g in golds if g.kind == "daily_active"], {"silver.silver_alpha": 2}
+        )
+        == {}
+    )
