@@ -19,11 +19,7 @@ select
 from (
     select
         event_date,
-        count(distinct gamer_id) as active_players,
-        count(distinct if(event_type = 'purchase', gamer_id, null)) as paying_players,
-        count_if(event_type = 'session_start') as session_count,
-        count_if(event_type = 'match_start') as match_count,
-        count(*) as event_count
+        {{ gamelake_day_counts() }}
     from {{ ref('silver_' ~ game_slug) }}
     group by event_date
 ) as recomputed

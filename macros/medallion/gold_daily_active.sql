@@ -19,7 +19,9 @@
     event_at). -#}
 {% macro gold_daily_active(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
-    {{- config(unique_key='event_date') -}}
+    {#- a build hands the MERGE each day's change, which it adds to the stored day (gold_merge.sql) -#}
+    {{- config(unique_key='event_date', gamelake_merge_adds=_day_counts(),
+        gamelake_merge_greatest=['silver_loaded_at']) -}}
     {%- set silver = ref('silver_' ~ game_slug) -%}
     {%- set plan = gamelake_silver_read_plan(silver) -%}
     {%- set key = gamelake_gold_key('event_date', 'gold_' ~ game_slug ~ '_daily_active') -%}
@@ -33,22 +35,30 @@
 {%- endmacro %}
 
 
-{#- Every day counted from silver at version plan.to. -#}
+{#- Every day counted from silver at version plan.to; a stored day is handed the change to it. -#}
 {% macro _daily_active_counted(silver, plan, key, game_slug) %}
-with final as (
+with counted_days as (
+    select
+        event_date,
+        {{ gamelake_day_counts() }},
+        max(silver_loaded_at) as silver_loaded_at
+    from {{ silver }}{% if execute %} version as of {{ plan.to }}{% endif %}
+    group by event_date
+),
+
+changed as (
+    {{- _changes_to_stored('counted_days') }}
+),
+
+final as (
     select
         {{ key }} as event_date,
         '{{ game_slug }}' as game_slug,
-        count(distinct gamer_id) as active_players,
-        count(distinct if(event_type = 'purchase', gamer_id, null)) as paying_players,
-        count_if(event_type = 'session_start') as session_count,
-        count_if(event_type = 'match_start') as match_count,
-        count(*) as event_count,
-        max(silver_loaded_at) as silver_loaded_at,
+        {{ _day_counts() | join(',\n        ') }},
+        silver_loaded_at,
         cast({{ plan.to }} as bigint) as silver_version,
         current_timestamp() as updated_at
-    from {{ silver }}{% if execute %} version as of {{ plan.to }}{% endif %}
-    group by event_date
+    from changed
 )
 
 select * from final
@@ -133,18 +143,17 @@ batch_days as (
 ),
 
 added as (
+    {#- changes to the stored days: the MERGE adds them (gold_merge.sql) #}
     select
-        batch_days.event_date,
-        coalesce(previous_days.active_players, 0) + batch_days.new_active as active_players,
-        coalesce(previous_days.paying_players, 0) + batch_days.new_paying as paying_players,
-        coalesce(previous_days.session_count, 0) + batch_days.session_count as session_count,
-        coalesce(previous_days.match_count, 0) + batch_days.match_count as match_count,
-        coalesce(previous_days.event_count, 0) + batch_days.event_count as event_count,
-        greatest(previous_days.silver_loaded_at, batch_days.silver_loaded_at) as silver_loaded_at,
-        batch_days.silver_version
+        event_date,
+        new_active as active_players,
+        new_paying as paying_players,
+        session_count,
+        match_count,
+        event_count,
+        silver_loaded_at,
+        silver_version
     from batch_days
-    left join {{ this }} as previous_days
-        on batch_days.event_date = previous_days.event_date
     {%- if late_possible %}
     where batch_days.additive
     {%- else %}
@@ -162,11 +171,7 @@ recounted_days as (
         build whose days are all additive reads none of them #}
     select
         event_date,
-        count(distinct gamer_id) as active_players,
-        count(distinct if(event_type = 'purchase', gamer_id, null)) as paying_players,
-        count_if(event_type = 'session_start') as session_count,
-        count_if(event_type = 'match_start') as match_count,
-        count(*) as event_count,
+        {{ gamelake_day_counts() }},
         max(silver_loaded_at) as silver_loaded_at
     from {{ silver }} version as of {{ plan.to }}
     where event_date in (
@@ -176,13 +181,17 @@ recounted_days as (
     group by event_date
 ),
 
+recounted_changes as (
+    {{- _changes_to_stored('recounted_days') }}
+),
+
 recounted as (
     select
-        recounted_days.*,
+        recounted_changes.*,
         batch_days.silver_version
-    from recounted_days
+    from recounted_changes
     inner join batch_days
-        on recounted_days.event_date = batch_days.event_date
+        on recounted_changes.event_date = batch_days.event_date
 ),
 
 changed as (
@@ -201,11 +210,7 @@ final as (
     select
         {{ key }} as event_date,
         '{{ game_slug }}' as game_slug,
-        active_players,
-        paying_players,
-        session_count,
-        match_count,
-        event_count,
+        {{ _day_counts() | join(',\n        ') }},
         silver_loaded_at,
         silver_version,
         current_timestamp() as updated_at
@@ -265,4 +270,37 @@ select * from final
         {{ return(false) }}
     {%- endif -%}
     {{ return(dates | length == 0 or dates | min >= handed['players_through']) }}
+{% endmacro %}
+
+
+{#- A day's counts over silver rows grouped by event_date: what daily_active stores, and what its
+    audit recounts (daily_active_drift.sql). In the order of _day_counts. -#}
+{% macro gamelake_day_counts() %}
+    {{- return("count(distinct gamer_id) as active_players,
+        count(distinct if(event_type = 'purchase', gamer_id, null)) as paying_players,
+        count_if(event_type = 'session_start') as session_count,
+        count_if(event_type = 'match_start') as match_count,
+        count(*) as event_count") -}}
+{% endmacro %}
+
+{% macro _day_counts() %}
+    {{- return(['active_players', 'paying_players', 'session_count', 'match_count', 'event_count']) -}}
+{% endmacro %}
+
+{#- The days of `counted` (event_date, the counts, silver_loaded_at) as changes to the stored
+    days, which the MERGE adds: their counts less the stored ones. A first build has none. -#}
+{% macro _changes_to_stored(counted) %}
+    {%- if not is_incremental() %}
+    select * from {{ counted }}
+    {%- else %}
+    select
+        {{ counted }}.event_date,
+        {%- for count in _day_counts() %}
+        {{ counted }}.{{ count }} - coalesce(stored.{{ count }}, 0) as {{ count }},
+        {%- endfor %}
+        {{ counted }}.silver_loaded_at
+    from {{ counted }}
+    left join {{ this }} as stored
+        on {{ counted }}.event_date = stored.event_date
+    {%- endif %}
 {% endmacro %}

@@ -775,7 +775,9 @@ def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
             event("da-late", 0, 13),  # late: stored last event on day 1, none before on day 0
             event("da-payer", 0, 14, "purchase"),  # active on day 0 already, a payer new to it
             event("da-late", 1, 15, "purchase"),  # paid on day 1 already
-            writer.retry(first[0], landed_at),  # silver holds it: counted nowhere again
+            writer.retry(
+                first[0], landed_at + timedelta(seconds=1)
+            ),  # silver holds it: counted nowhere again
         ],
         late=True,
         gold_threads=2,
@@ -832,6 +834,27 @@ def test_a_player_agg_from_before_last_purchase_at_gets_it_for_every_player(
         # every player's last purchase, touched by this batch or not (assert_gold_exact)
         assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
     assert f"gold_{ACTIVE}_player_agg version as of" in _compiled(lake, f"gold_{ACTIVE}_daily_active")
+
+
+def test_a_daily_active_without_its_mark_is_counted_again_exactly(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # A daily_active built before gold kept its mark (no silver_version) counts every day from
+    # silver at its next build, and hands the MERGE each stored day's change, which it adds: a
+    # stored day off by any amount ends exact.
+    daily_active = f"gold.gold_{ACTIVE}_daily_active"
+    old_rows = lake.spark.table(daily_active).drop("silver_version")
+    old_rows = old_rows.withColumn("active_players", old_rows["active_players"] + 3)
+    old_rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(
+        daily_active
+    )
+    lake.land(
+        [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(10)],
+        support.schema_for(4),
+    )
+    lake.build("daily_active without its mark")
+    assert "silver_version" in lake.columns(daily_active)
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
 
 
 def test_the_silver_check_reads_the_dates_its_build_recorded(
