@@ -240,6 +240,10 @@ def _cycle(
         with handing_cycle_facts(spark, tables_dir, readers, bool(held) and facts) as hand_gold_step:
             if selection and gold_threads > 1:
 
+                def before_gold() -> None:
+                    watch.hand_table_versions_to(spark)
+                    hand_gold_step()
+
                 def invoke(*args: str) -> Any:
                     _, step = _invoke(project, recorder, *args)
                     results.extend(step.result.results if step.result is not None else ())
@@ -250,7 +254,7 @@ def _cycle(
                     selection,
                     given,
                     gold_threads,
-                    before_gold=lambda: (watch.hand_table_versions_to(spark), hand_gold_step()),
+                    before_gold=before_gold,
                 )
             elif selection:
                 _, games = _dbt(project, recorder, *second(selection), *given)

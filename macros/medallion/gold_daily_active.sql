@@ -296,11 +296,11 @@ select * from final
     select
         {{ counted }}.event_date,
         {%- for count in _day_counts() %}
-        {{ counted }}.{{ count }} - coalesce(stored.{{ count }}, 0) as {{ count }},
+        {{ counted }}.{{ count }} - coalesce(stored_days.{{ count }}, 0) as {{ count }},
         {%- endfor %}
         {{ counted }}.silver_loaded_at
     from {{ counted }}
-    left join {{ this }} as stored
-        on {{ counted }}.event_date = stored.event_date
+    left join {{ this }} as stored_days
+        on {{ counted }}.event_date = stored_days.event_date
     {%- endif %}
 {% endmacro %}
