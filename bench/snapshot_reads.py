@@ -10,7 +10,11 @@ like a game's gold, each round times:
 - the first read of the snapshot it made (what a check pays);
 - the same read again (the snapshot's state now cached);
 
-then, the same number of MERGEs back to back, with no read between them. The first read's extra
+then, the same number of MERGEs back to back, with no read between them. Then, on a table like a
+game's silver (insert-only, its change data feed on, partitioned by day), each round inserts and
+times the first and second filtered read, with nothing between, with a read of the insert's change
+feed between (how gold reads silver), and with a read `version as of` the new version between (how
+daily_active's recount read it until stop 55). The first read's extra
 cost is Delta rebuilding the new snapshot's file list from its log; the back-to-back MERGEs show
 how much of it the next MERGE pays when no read came first. The last commit's checksum (.crc)
 file is opened to show whether it lists the table's files. Medians of all rounds after the
@@ -73,6 +77,35 @@ def measure(spark: Any, rounds: int) -> dict[str, list[float]]:
     return {name: values[WARM_UP:] for name, values in times.items()}
 
 
+def measure_change_feed(spark: Any, rounds: int) -> dict[str, list[float]]:
+    """First and second filtered reads after an insert, with each kind of read between."""
+    spark.sql(
+        "create table f (n bigint, event_date date) using delta partitioned by (event_date)"
+        " tblproperties (delta.enableChangeDataFeed = true)"
+    )
+    between = {
+        "nothing": None,
+        "the change feed": "select count(*) from table_changes('f', {v}, {v})",
+        "version as of the new version": (
+            "select count(*) from f version as of {v} where event_date = current_date()"
+        ),
+    }
+    times: dict[str, list[float]] = {}
+    for name, read in between.items():
+        for i in range(rounds):
+            spark.sql(f"insert into f select id, current_date() from range({i * 100}, {i * 100 + 100})")
+            if read is not None:
+                version = spark.sql("describe history f limit 1").collect()[0]["version"]
+                spark.sql(read.format(v=version)).collect()
+            times.setdefault(f"after an insert, {name} between: first read", []).append(_read_day(spark))
+            times.setdefault(f"after an insert, {name} between: same read again", []).append(_read_day(spark))
+    return {name: values[WARM_UP:] for name, values in times.items()}
+
+
+def _read_day(spark: Any) -> float:
+    return _timed(spark, "select count(*) from f where event_date = current_date() and n >= 0")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -87,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         spark = local_session(Path(root))
         spark.sparkContext.setLogLevel("ERROR")
         times = measure(spark, args.rounds)
+        times |= measure_change_feed(spark, args.rounds)
         checksum = _checksum(Path(str(spark.conf.get("spark.sql.warehouse.dir")).removeprefix("file:")) / "t")
         version = spark.version
         spark.stop()
