@@ -1,19 +1,23 @@
-"""Whether a daily_active build can meet a late player, told before it runs.
+"""Which days of a daily_active build's batch can meet a late player, told before it runs.
 
 ``gold_<game>_daily_active`` adds to a day's distinct counts the players new to it, judged from
 player_agg as it stood before the cycle (macros/medallion/gold_daily_active.sql). A player whose
 stored last event falls on a later day than a batch row's is late: that day must be recounted from
 silver, a branch of the statement that costs Spark work growing with the day even when it recounts
-nothing (bench/results/day_partition_reads.md). No player can be late when every day of the batch
-is on or after the latest day player_agg holds. So the refresh hands each daily_active table:
+nothing (bench/results/day_partition_reads.md). No player can be late on a day on or after the
+latest day player_agg holds; on an earlier day one can. So the refresh hands each daily_active
+table what its build needs to add the first kind of day and recount the second, with no query:
 
 * ``silver_to``/``dates``: the silver version its batch ends at, and the ``event_date`` partition
-  values of silver's commits after its mark up to it, from the commit files (no row read);
+  values of silver's commits after its mark up to it, from the commit files (no row read; a
+  compaction's files, which bring no rows, are left out);
+* ``last_rows``: the last of those commits that brought rows, the mark a recounted day stores
+  (the largest ``silver_version`` its batch's rows hold, as player_agg's mark is);
 * ``players_through``: the latest UTC day of player_agg's ``last_event_at`` and
   ``last_purchase_at``, from its file statistics (its columns when a file has none).
 
 Anything not known (a commit file cleaned up, a file without the partition value, an empty
-player_agg) hands nothing for that table, and its build keeps the recount branch.
+player_agg) hands nothing for that table, and its build recounts every day of its batch.
 """
 
 from __future__ import annotations
@@ -52,31 +56,44 @@ def daily_active_batches(
         if daily is None or players is None or daily.mark is None or silver_to is None:
             continue
         silver = as_location(tables_dir).child(f"silver.db/{silver_table(slug)}")
-        dates = dates_committed(silver, daily.mark, silver_to)
+        committed = rows_committed(silver, daily.mark, silver_to)
         through = players_through(players.table)
-        if dates is not None and through is not None:
-            handed[daily.name] = {"silver_to": silver_to, "dates": dates, "players_through": through}
+        if committed is not None and through is not None:
+            handed[daily.name] = {"silver_to": silver_to, **committed, "players_through": through}
     return handed
 
 
-def dates_committed(table: Path | TableLocation, after: int, upto: int) -> list[str] | None:
-    """The sorted ``event_date`` values of the files committed in versions ``after`` + 1 to
-    ``upto``; None when a commit file is gone or a file has no such partition value."""
+def rows_committed(table: Path | TableLocation, after: int, upto: int) -> dict[str, Any] | None:
+    """``dates``: the sorted ``event_date`` values of the files that brought rows in versions
+    ``after`` + 1 to ``upto``, and ``last_rows``: the last of those versions (None: none did).
+    None when a commit file is gone or such a file has no partition value."""
     folder = log_folder(table)
     dates: set[str] = set()
+    last_rows = None
     for version in range(after + 1, upto + 1):
         text = folder.read_text(f"{version:020d}.json")
         if text is None:
             return None
         for line in text.splitlines():
-            action = json.loads(line) if line.strip() else {}
-            for kind in ("add", "cdc"):
-                if kind in action:
-                    date = (action[kind].get("partitionValues") or {}).get(DATE_PARTITION)
-                    if not date:
-                        return None
-                    dates.add(date)
-    return sorted(dates)
+            added = _rows_added(json.loads(line)) if line.strip() else None
+            if added is None:
+                continue
+            date = (added.get("partitionValues") or {}).get(DATE_PARTITION)
+            if not date:
+                return None
+            dates.add(date)
+            last_rows = version
+    return {"dates": sorted(dates), "last_rows": last_rows}
+
+
+def _rows_added(action: dict[str, Any]) -> dict[str, Any] | None:
+    """The file of a commit action that brings rows: a change-data file, or an added file that
+    changes data (a compaction's does not)."""
+    if "cdc" in action:
+        return dict(action["cdc"])
+    if "add" in action and action["add"].get("dataChange", True):
+        return dict(action["add"])
+    return None
 
 
 def players_through(table: DeltaTable) -> str | None:

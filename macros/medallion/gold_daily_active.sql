@@ -1,22 +1,20 @@
 {#- Daily active players of one game, by event_date. Its three counts of events add up across
-    builds; its two distinct counts (active_players, paying_players) do not, so a build adds to
-    them only the players it can show are new to the day, from player_agg as it stood before this
+    builds; its two distinct counts (active_players, paying_players) do not. A build adds to
+    them the players it can show are new to a day, from player_agg as it stood before this
     cycle's merge (read at the version `ingest refresh` handed over, when that table had read
     silver exactly as far as this one: equal marks):
       - a player unknown there, or whose stored last event (last purchase) falls on an earlier
         day, is new to the day: + 1;
-      - one whose stored last event falls on the day was counted already: + 0;
-      - one whose stored last event falls on a later day (a late event) may or may not have been:
-        that day is recounted exactly from silver's partition for the day, and only that day.
-    So a build reads the batch from silver's change feed and player_agg, and no row of the day's
-    partition in silver, which grows all day. The recount branch costs Spark work that grows with
-    the day even when it recounts nothing (bench/results/day_partition_reads.md), so it is left
-    out when no batch day can be late: every day of the batch on or after player_agg's latest
-    stored day, which `ingest refresh` hands over (ingest/ops/daily_active_batches.py). A build
-    not handed player_agg's version (one from a shell, or a first build after an upgrade)
-    recounts every day the batch touches, as daily_active always did. Without a mark, all days
-    are counted from a pinned snapshot. Days are UTC, as silver's event_date (bronze's date of
-    event_at). -#}
+      - one whose stored last event falls on the day was counted already: + 0.
+    That holds on every day on or after player_agg's latest stored day. On an earlier day a
+    player may be late (stored last event on a later day), counted there or not: such a day is
+    recounted from silver's partition for the day. `ingest refresh` hands each build its batch's
+    days and player_agg's latest day (ingest/ops/daily_active_batches.py), so the statement names
+    the days it adds and the days it recounts, with no query of its own: the near-present batch
+    a producer sends reads the batch and player_agg and no partition of silver, which grows all
+    day. A build not handed them (one from a shell, an unknown commit) recounts every day of its
+    batch. Without a mark, all days are counted from a pinned snapshot. Days are UTC, as silver's
+    event_date (bronze's date of event_at). -#}
 {% macro gold_daily_active(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
     {#- a build hands the MERGE each day's change, which it adds to the stored day (gold_merge.sql) -#}
@@ -29,8 +27,12 @@
 {{ _daily_active_counted(silver, plan, key, game_slug) }}
     {%- else %}
     {%- set player_state = _player_state(game_slug, plan) %}
-{{ _daily_active_added(silver, plan, key, game_slug, player_state,
-    late_possible=not _no_day_late(silver, plan, player_state)) }}
+    {%- set days = _foreseen_days(silver, plan, player_state) %}
+    {%- if days is none %}
+{{ _daily_active_recounted(silver, plan, key, game_slug) }}
+    {%- else %}
+{{ _daily_active_added(silver, plan, key, game_slug, player_state, days) }}
+    {%- endif %}
     {%- endif %}
 {%- endmacro %}
 
@@ -49,29 +51,62 @@ with counted_days as (
 changed as (
     {{- _changes_to_stored('counted_days') }}
 ),
-
-final as (
-    select
-        {{ key }} as event_date,
-        '{{ game_slug }}' as game_slug,
-        {{ _day_counts() | join(',\n        ') }},
-        silver_loaded_at,
-        cast({{ plan.to }} as bigint) as silver_version,
-        current_timestamp() as updated_at
-    from changed
-)
-
-select * from final
+{{ _daily_active_final(key, game_slug, 'changed', 'cast(' ~ plan.to ~ ' as bigint) as silver_version') }}
 {%- endmacro %}
 
 
-{#- The batch's days: added to the stored counts where each player's newness is known, and
-    recounted from silver's partition for the day where it is not. Each day's silver_version is
-    the latest silver version that brought it rows: the table's mark is then the largest silver
-    version read, as player_agg's is, so the two marks agree when both have read the same rows. -#}
-{% macro _daily_active_added(silver, plan, key, game_slug, player_state, late_possible) %}
+{#- Every day of the batch recounted from silver's partition for the day. Each day's
+    silver_version is the latest silver version that brought it rows: the table's mark is then
+    the largest silver version read, as player_agg's is, so the two marks agree when both have
+    read the same rows. -#}
+{% macro _daily_active_recounted(silver, plan, key, game_slug) %}
 with new_events as (
     {{- gamelake_unread_silver(silver, plan) }}
+),
+
+batch_days as (
+    select
+        event_date,
+        max(silver_version) as silver_version
+    from new_events
+    group by event_date
+),
+
+recounted_days as (
+    {#- the semi-join prunes silver's partitions at run time (dynamic partition pruning) #}
+    select
+        event_date,
+        {{ gamelake_day_counts() }},
+        max(silver_loaded_at) as silver_loaded_at
+    from {{ silver }} version as of {{ plan.to }}
+    where event_date in (select batch_days.event_date from batch_days)
+    group by event_date
+),
+
+recounted_changes as (
+    {{- _changes_to_stored('recounted_days') }}
+),
+
+changed as (
+    select
+        recounted_changes.*,
+        batch_days.silver_version
+    from recounted_changes
+    inner join batch_days
+        on recounted_changes.event_date = batch_days.event_date
+),
+{{ _daily_active_final(key, game_slug, 'changed', 'silver_version') }}
+{%- endmacro %}
+
+
+{#- The batch's days as `days` foresees them (_foreseen_days): added to the stored counts on
+    and after days.through, recounted from silver's partition before it. -#}
+{% macro _daily_active_added(silver, plan, key, game_slug, player_state, days) %}
+with
+{%- if days.adds %}
+new_events as (
+    select * from ({{ gamelake_unread_silver(silver, plan) }})
+    where event_date >= date '{{ days.through }}'
 ),
 
 batch_players as (
@@ -87,8 +122,6 @@ batch_players as (
     from new_events
     group by event_date, gamer_id
 ),
-
-{%- if player_state is not none %}
 
 known_players as (
     select
@@ -115,17 +148,6 @@ classified as (
     left join known_players
         on batch_players.gamer_id = known_players.gamer_id
 ),
-{%- else %}
-{#- newness not known here: every day of the batch is recounted #}
-
-classified as (
-    select
-        *,
-        cast(null as int) as new_active,
-        cast(null as int) as new_paying
-    from batch_players
-),
-{%- endif %}
 
 batch_days as (
     select
@@ -143,7 +165,8 @@ batch_days as (
 ),
 
 added as (
-    {#- changes to the stored days: the MERGE adds them (gold_merge.sql) #}
+    {#- changes to the stored days: the MERGE adds them (gold_merge.sql). A late player on a
+        day foreseen without one is a broken fact, never a silently skipped day. #}
     select
         event_date,
         new_active as active_players,
@@ -154,30 +177,21 @@ added as (
         silver_loaded_at,
         silver_version
     from batch_days
-    {%- if late_possible %}
-    where batch_days.additive
-    {%- else %}
-    {#- foreseen: a late player here is a broken fact, never a silently skipped day #}
     where assert_true(
         batch_days.additive,
         '{{ this.identifier }}: a batch day needs a recount that `ingest refresh` did not foresee; run `dbt build --select {{ this.identifier }}` from a shell, which recounts it'
     ) is null
-    {%- endif %}
 ),
-{%- if late_possible %}
+{%- endif %}
+{%- if days.late %}
 
 recounted_days as (
-    {#- the semi-join prunes silver's partitions at run time (dynamic partition pruning): a
-        build whose days are all additive reads none of them #}
     select
         event_date,
         {{ gamelake_day_counts() }},
         max(silver_loaded_at) as silver_loaded_at
     from {{ silver }} version as of {{ plan.to }}
-    where event_date in (
-        select batch_days.event_date from batch_days
-        where not batch_days.additive
-    )
+    where event_date in (date '{{ days.late | join("', date '") }}')
     group by event_date
 ),
 
@@ -187,34 +201,39 @@ recounted_changes as (
 
 recounted as (
     select
-        recounted_changes.*,
-        batch_days.silver_version
+        *,
+        cast({{ days.last_rows }} as bigint) as silver_version
     from recounted_changes
-    inner join batch_days
-        on recounted_changes.event_date = batch_days.event_date
-),
-
-changed as (
-    select * from added
-    union all
-    select * from recounted
-),
-{%- else %}
-
-changed as (
-    select * from added
 ),
 {%- endif %}
 
+changed as (
+    {%- if days.adds %}
+    select * from added
+    {%- endif %}
+    {%- if days.adds and days.late %}
+    union all
+    {%- endif %}
+    {%- if days.late %}
+    select * from recounted
+    {%- endif %}
+),
+{{ _daily_active_final(key, game_slug, 'changed', 'silver_version') }}
+{%- endmacro %}
+
+
+{#- The stored rows of `changed`: what the MERGE adds to or sets on each day; `silver_version`
+    is the select item of that column. -#}
+{% macro _daily_active_final(key, game_slug, changed, silver_version) %}
 final as (
     select
         {{ key }} as event_date,
         '{{ game_slug }}' as game_slug,
         {{ _day_counts() | join(',\n        ') }},
         silver_loaded_at,
-        silver_version,
+        {{ silver_version }},
         current_timestamp() as updated_at
-    from changed
+    from {{ changed }}
 )
 
 select * from final
@@ -249,27 +268,34 @@ select * from final
 {% endmacro %}
 
 
-{#- Whether no day of this build's batch can meet a late player: every batch day is on or after
-    the latest day player_agg held before the cycle, as `ingest refresh` handed them over for the
-    silver version the batch ends at (ingest/ops/daily_active_batches.py). When this invocation
-    built silver after they were read, its insert's days are the ones that build recorded. -#}
-{% macro _no_day_late(silver, plan, player_state) %}
+{#- The days of this build's batch as `ingest refresh` handed them over for the silver version
+    the batch ends at (ingest/ops/daily_active_batches.py), with player_agg's latest day before
+    the cycle: {'through': that day, 'late': the batch days before it, which a late player can
+    reach, 'adds': whether to read the batch for the days on or after it, 'last_rows': the last
+    silver version that brought rows}. When this invocation built silver after they were read,
+    its insert's days are the ones that build recorded. None when not known. -#}
+{% macro _foreseen_days(silver, plan, player_state) %}
     {%- set handed = _handed_conf('spark.gamelake.daily_active_batches')
         .get(this.schema ~ '.' ~ this.identifier) -%}
     {%- if player_state is none or handed is none -%}
-        {{ return(false) }}
+        {{ return(none) }}
     {%- endif -%}
     {%- set dates = handed['dates'] | list -%}
+    {%- set last_rows = handed['last_rows'] -%}
     {%- if plan.to == handed['silver_to'] + 1 -%}
         {%- set recorded = _recorded_batch(silver) -%}
         {%- if recorded is none -%}
-            {{ return(false) }}
+            {{ return(none) }}
         {%- endif -%}
         {%- set dates = dates + recorded.dates -%}
+        {%- set last_rows = plan.to if recorded.dates else last_rows -%}
     {%- elif plan.to != handed['silver_to'] -%}
-        {{ return(false) }}
+        {{ return(none) }}
     {%- endif -%}
-    {{ return(dates | length == 0 or dates | min >= handed['players_through']) }}
+    {%- set through = handed['players_through'] -%}
+    {%- set late = dates | select('lt', through) | unique | sort | list -%}
+    {{ return({'through': through, 'late': late, 'last_rows': last_rows,
+               'adds': dates | select('ge', through) | list | length > 0 or not late}) }}
 {% endmacro %}
 
 

@@ -722,16 +722,17 @@ def test_a_cycle_builds_gold_on_threads_after_silver_on_one(lake: Lake, writer: 
     assert steps[-1].result.args["threads"] == 2
 
 
-def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
+def test_daily_active_adds_from_player_aggs_latest_day_and_recounts_the_days_before_it(
     lake: Lake, writer: support.BronzeWriter
 ) -> None:
-    # Handed player_agg's version from before the cycle, daily_active adds to a day the players
-    # whose stored last event (last purchase) falls on an earlier day, counts none whose falls on
-    # the day, and recounts from silver a day where a player's stored last event is later (a late
-    # event). Each cycle mixes the three across days, a retry among them; every count must be exact.
+    # Handed player_agg's version from before the cycle, daily_active adds to a day on or after
+    # player_agg's latest the players whose stored last event (last purchase) falls on an earlier
+    # day, and counts none whose falls on the day; a day before it, where a player can be late
+    # (stored last event on a later day), it recounts from silver. The cycles mix new, counted
+    # and late players across days, a retry among them; every count must be exact.
     # The cycles run as the refresh runs them, on one invocation and with a gold step of its own:
-    # a batch with a day before player_agg's latest keeps the recount branch in its statement; one
-    # whose days are all on or after it leaves the branch out.
+    # the statement recounts the batch days before player_agg's latest, named as literals, and
+    # adds the days on or after it, reading player_agg; a batch of both kinds does both.
     silver, daily_active = f"silver.silver_{ACTIVE}", f"gold_{ACTIVE}_daily_active"
     tables_dir = _table_dir(lake, silver).parent.parent
     watch = BronzeWatch(lake.bronze_path, ReaderMarks(_table_dir(lake, silver).parent))
@@ -742,7 +743,9 @@ def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
         at = day + timedelta(days=days, hours=hour)
         return writer.event(ACTIVE, 4, landed_at, gamer_id=gamer, event_type=kind, event_timestamp=at)
 
-    def cycle(rows: list[dict[str, Any]], late: bool, gold_threads: int = 1) -> None:
+    def cycle(
+        rows: list[dict[str, Any]], late: bool, gold_threads: int = 1, adds: bool | None = None
+    ) -> None:
         lake.land(rows, support.schema_for(4))
         watch.version()
         watch.hand_versions_to(lake.spark)
@@ -760,12 +763,19 @@ def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
             for key in (VERSIONS_CONF, HANDED_CONF):
                 lake.spark.conf.unset(key)
         compiled = _compiled(lake, daily_active)
-        assert f"gold_{ACTIVE}_player_agg version as of" in compiled, (
-            "daily_active was not handed player_agg's version: it recounted every day"
-        )
+        assert "from batch_days)" not in compiled, f"the batch's days were not foreseen:\n{compiled}"
+        assert (f"gold_{ACTIVE}_player_agg version as of" in compiled) is (not late if adds is None else adds)
         assert ("recounted_days" in compiled) is late, f"late days possible: {late}; compiled:\n{compiled}"
+        if late:
+            late_days = sorted(
+                {f"date '{row['event_timestamp']:%Y-%m-%d}'" for row in rows} - {f"date '{latest:%Y-%m-%d}'"}
+            )
+            assert f"event_date in ({', '.join(late_days)})" in compiled, compiled
         assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
 
+    players = lake.table(f"gold.gold_{ACTIVE}_player_agg")
+    latest = max(row["last_event_at"] for row in players)  # after `day` + 2: the tests before land now
+    counted = next(row["gamer_id"] for row in players if row["last_event_at"].date() == latest.date())
     first = [event("da-early", 1, 9), event("da-late", 1, 10, "purchase"), event("da-payer", 0, 8)]
     cycle(first, late=True)
     cycle(
@@ -791,10 +801,6 @@ def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
         ],
         late=True,
     )
-    # batches on player_agg's latest day: no player can be late, on either kind of cycle
-    players = lake.table(f"gold.gold_{ACTIVE}_player_agg")
-    latest = max(row["last_event_at"] for row in players)
-    counted = next(row["gamer_id"] for row in players if row["last_event_at"].date() == latest.date())
     for gold_threads in (1, 2):
         cycle(
             [
@@ -808,6 +814,18 @@ def test_daily_active_adds_new_players_and_recounts_only_a_day_with_late_events(
             late=False,
             gold_threads=gold_threads,
         )
+    # a batch on both sides of player_agg's latest day: the earlier day recounted, the latest added
+    cycle(
+        [
+            event("da-mixed", 1, 17),  # new to the game, on a day before the latest
+            writer.event(ACTIVE, 4, landed_at, gamer_id="da-mixed", event_timestamp=latest),
+            writer.event(
+                ACTIVE, 4, landed_at, gamer_id="da-today-1", event_type="purchase", event_timestamp=latest
+            ),
+        ],
+        late=True,
+        adds=True,
+    )
 
 
 def test_a_player_agg_from_before_last_purchase_at_gets_it_for_every_player(
@@ -822,15 +840,22 @@ def test_a_player_agg_from_before_last_purchase_at_gets_it_for_every_player(
     old_rows.write.format("delta").mode("overwrite").option("overwriteSchema", "true").saveAsTable(player_agg)
     assert "last_purchase_at" not in lake.columns(player_agg)
 
+    watch = BronzeWatch(lake.bronze_path, ReaderMarks(_table_dir(lake, silver).parent))
     for cycle in range(2):
         batch = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(20)]
         lake.land(batch, support.schema_for(4))
-        lake.build(f"cycle {cycle}: the slice", "stg_bronze__new_events")
-        readers = read_slice_readers(lake.spark)
-        with handing_cycle_facts(lake.spark, tables_dir, readers, lock_held=True):
-            handed = json.loads(lake.spark.conf.get(GOLD_MARKS_CONF))
-            assert (player_agg in handed) is (cycle == 1), handed
-            lake.dbt(*after_slice_args(build_selection(readers)))
+        watch.version()
+        watch.hand_versions_to(lake.spark)  # as the refresh does: daily_active's days are handed
+        try:
+            lake.build(f"cycle {cycle}: the slice", "stg_bronze__new_events")
+            readers = read_slice_readers(lake.spark)
+            with handing_cycle_facts(lake.spark, tables_dir, readers, lock_held=True):
+                handed = json.loads(lake.spark.conf.get(GOLD_MARKS_CONF))
+                assert (player_agg in handed) is (cycle == 1), handed
+                lake.dbt(*after_slice_args(build_selection(readers)))
+        finally:
+            for key in (VERSIONS_CONF, HANDED_CONF):
+                lake.spark.conf.unset(key)
         # every player's last purchase, touched by this batch or not (assert_gold_exact)
         assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
     assert f"gold_{ACTIVE}_player_agg version as of" in _compiled(lake, f"gold_{ACTIVE}_daily_active")

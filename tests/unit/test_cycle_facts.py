@@ -127,6 +127,7 @@ def test_daily_active_is_handed_its_batch_and_again_for_a_gold_step_of_its_own(t
             "gold.gold_alpha_daily_active": {
                 "silver_to": 7,
                 "dates": ["2026-11-28"],
+                "last_rows": 7,
                 "players_through": "2026-11-27",
             }
         }

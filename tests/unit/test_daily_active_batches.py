@@ -1,6 +1,7 @@
-"""What tells a daily_active build that no player of its batch can be late: the event dates of
-silver's commits after its mark, from the commit files, and player_agg's latest stored day, from
-its file statistics; nothing for a table where either is not known."""
+"""What tells a daily_active build which days of its batch can meet a late player: the event dates
+of silver's commits after its mark and the last that brought rows, from the commit files, and
+player_agg's latest stored day, from its file statistics; nothing for a table where either is not
+known."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from ingest.ops.daily_active_batches import daily_active_batches, dates_committed, players_through
+from ingest.ops.daily_active_batches import daily_active_batches, players_through, rows_committed
 from ingest.ops.gold_marks import gold_readers
 
 UTC = dt.UTC
@@ -62,16 +63,25 @@ def tables(tmp_path: Path) -> Path:
 
 def test_the_dates_of_the_commits_after_a_mark_come_from_the_commit_files(tables: Path) -> None:
     silver = tables / "silver.db" / "silver_alpha"
-    assert dates_committed(silver, 0, 2) == ["2026-11-28", "2026-11-29"]
-    assert dates_committed(silver, 1, 2) == ["2026-11-29"]
-    assert dates_committed(silver, 2, 2) == []  # nothing after the mark
+    assert rows_committed(silver, 0, 2) == {"dates": ["2026-11-28", "2026-11-29"], "last_rows": 2}
+    assert rows_committed(silver, 1, 2) == {"dates": ["2026-11-29"], "last_rows": 2}
+    assert rows_committed(silver, 2, 2) == {"dates": [], "last_rows": None}  # nothing after the mark
+
+
+def test_a_compaction_brings_no_dates_and_is_not_the_last_commit_with_rows(tables: Path) -> None:
+    silver = tables / "silver.db" / "silver_alpha"
+    DeltaTable(str(silver)).optimize.compact(partition_filters=[("event_date", "=", "2026-11-29")])
+    compacted = DeltaTable(str(silver)).version()
+    assert compacted == 3
+    assert rows_committed(silver, 1, compacted) == {"dates": ["2026-11-29"], "last_rows": 2}
+    assert rows_committed(silver, 2, compacted) == {"dates": [], "last_rows": None}
 
 
 def test_a_cleaned_up_commit_file_leaves_the_dates_unknown(tables: Path) -> None:
     silver = tables / "silver.db" / "silver_alpha"
     os.remove(silver / "_delta_log" / f"{1:020d}.json")
-    assert dates_committed(silver, 0, 2) is None
-    assert dates_committed(silver, 1, 2) == ["2026-11-29"]
+    assert rows_committed(silver, 0, 2) is None
+    assert rows_committed(silver, 1, 2) == {"dates": ["2026-11-29"], "last_rows": 2}
 
 
 def test_the_latest_day_of_the_players_is_their_latest_utc_time_from_the_statistics(tables: Path) -> None:
@@ -113,6 +123,7 @@ def test_each_daily_active_table_is_handed_its_batch_and_the_players_latest_day(
         "gold.gold_alpha_daily_active": {
             "silver_to": 2,
             "dates": ["2026-11-28", "2026-11-29"],
+            "last_rows": 2,
             "players_through": "2026-11-28",
         }
     }
