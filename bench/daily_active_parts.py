@@ -23,13 +23,12 @@ with the machine, the date and the sizes read.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from pathlib import Path
 from typing import Any
 
 from deltalake import DeltaTable
 
+from bench.day_partition_reads import median_seconds
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.daily_active_batches import players_through, rows_committed
@@ -100,16 +99,6 @@ select counted.event_date,
 from counted left join delta.`{daily}` as stored on counted.event_date = stored.event_date"""
 
 
-def _seconds(spark: Any, sql: str, rounds: int) -> float:
-    spark.sql(sql).collect()  # warm-up: the snapshots' state, the plan's code
-    times = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        spark.sql(sql).collect()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
 def measure(spark: Any, warehouse: Path, game: str, rounds: int) -> list[str]:
     tables = warehouse / "spark"
     silver = tables / "silver.db" / f"silver_{game}"
@@ -144,7 +133,7 @@ def measure(spark: Any, warehouse: Path, game: str, rounds: int) -> list[str]:
         "|---|---:|",
     ]
     for name, sql in parts.items():
-        seconds = _seconds(spark, sql, rounds)
+        seconds = median_seconds(spark, sql, rounds)
         lines.append(f"| {name} | {seconds:.2f} |")
         print(f"daily_active_parts: {name}: {seconds:.2f} s", flush=True)
     return lines

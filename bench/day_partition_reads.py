@@ -131,7 +131,7 @@ def _late_batch(spark: Any, first_id: int, cycles_late: int, per_cycle: int) -> 
     return silver_like_rows(spark, first_id, BATCH).selectExpr("* except (event_at)", f"{late} as event_at")
 
 
-def _median_seconds(spark: Any, sql: str, rounds: int) -> float:
+def median_seconds(spark: Any, sql: str, rounds: int) -> float:
     spark.sql(sql).collect()  # warm-up: the snapshot's file list, the plan's code
     times = []
     for _ in range(rounds):
@@ -175,15 +175,13 @@ def _row(spark: Any, table: Path, label: str, rows: int, per_cycle: int, rounds:
     spark.read.format("delta").load(str(table)).createOrReplaceTempView("t")
     silver_like_rows(spark, rows, BATCH).createOrReplaceTempView("batch")
     _late_batch(spark, rows, LATE_CYCLES, per_cycle).createOrReplaceTempView("late_batch")
-    source = _median_seconds(spark, DAILY_ACTIVE_SOURCE, rounds)
-    anti_join = _median_seconds(spark, SILVER_ANTI_JOIN.format(bound=""), rounds)
-    bounded = _median_seconds(spark, _bounded_anti_join(spark, "batch"), rounds)
-    bounded_late = _median_seconds(spark, _bounded_anti_join(spark, "late_batch"), rounds)
-    check_day = _median_seconds(spark, SILVER_CHECK_DAY.format(bound=""), rounds)
-    check_bounded = _median_seconds(
-        spark, SILVER_CHECK_DAY.format(bound=_batch_times(spark, "batch")), rounds
-    )
-    check_batch = _median_seconds(spark, SILVER_CHECK_BATCH, rounds)
+    source = median_seconds(spark, DAILY_ACTIVE_SOURCE, rounds)
+    anti_join = median_seconds(spark, SILVER_ANTI_JOIN.format(bound=""), rounds)
+    bounded = median_seconds(spark, _bounded_anti_join(spark, "batch"), rounds)
+    bounded_late = median_seconds(spark, _bounded_anti_join(spark, "late_batch"), rounds)
+    check_day = median_seconds(spark, SILVER_CHECK_DAY.format(bound=""), rounds)
+    check_bounded = median_seconds(spark, SILVER_CHECK_DAY.format(bound=_batch_times(spark, "batch")), rounds)
+    check_batch = median_seconds(spark, SILVER_CHECK_BATCH, rounds)
     files, size = _files(spark, table)
     return (
         f"| {label} | {files} | {rows:,} | {size / rows:.0f} | {source:.2f} | {anti_join:.2f} "

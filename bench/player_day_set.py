@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.day_partition_reads import RESULTS, TODAY, silver_like_rows
-from bench.day_partition_reads import _median_seconds as _seconds
+from bench.day_partition_reads import median_seconds as _seconds
 from bench.results_file import append_section
 
 COUNTS = """
