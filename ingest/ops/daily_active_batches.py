@@ -48,7 +48,7 @@ def daily_active_batches(
     at silver's version in ``silver_versions`` (by ``schema.table``, as the build reads it)."""
     by_game: dict[str, dict[str, GoldReader]] = {}
     for gold in golds:
-        by_game.setdefault(_game_of(gold), {})[gold.kind] = gold
+        by_game.setdefault(gold.game, {})[gold.kind] = gold
     handed = {}
     for slug, kinds in by_game.items():
         daily, players = kinds.get("daily_active"), kinds.get("player_agg")
@@ -132,7 +132,3 @@ def _utc_day(at: dt.datetime) -> str:
     if at.tzinfo is not None:
         at = at.astimezone(dt.UTC)
     return at.date().isoformat()
-
-
-def _game_of(gold: GoldReader) -> str:
-    return gold.name.split(".", 1)[1].removeprefix("gold_").removesuffix(f"_{gold.kind}")

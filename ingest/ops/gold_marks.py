@@ -35,6 +35,7 @@ class GoldReader:
     table: DeltaTable
     mark: int | None  # None: gold recomputes from a silver snapshot at its next build
     kind: str  # one of GOLD_KINDS
+    game: str  # the game's slug
 
 
 def silver_version_mark(table: DeltaTable) -> int | None:
@@ -51,7 +52,7 @@ def gold_readers(tables_dir: Path | TableLocation, slug: str) -> list[GoldReader
         place = as_location(tables_dir).child(f"gold.db/{gold_table(slug, kind)}")
         if place.is_delta_table():
             table = place.delta_table()
-            found.append(GoldReader(f"gold.{place.name}", table, silver_version_mark(table), kind))
+            found.append(GoldReader(f"gold.{place.name}", table, silver_version_mark(table), kind, slug))
     return found
 
 
