@@ -11,12 +11,14 @@ What is due is read from each table's Delta log with delta-rs, in milliseconds; 
 the compactions that are due (bench/results/upkeep_cost.md: a Spark OPTIMIZE or VACUUM costs
 0.3-2.3 s a table even with nothing to do, delta-rs' reads and vacuum 5-64 ms).
 
-- A partition holding ``compact_files`` files smaller than ``FILE_BYTES / 2`` is compacted by
+- A partition holding ``compact_files`` files smaller than ``SMALL_BYTES`` is compacted by
   Spark's OPTIMIZE into files of up to ``FILE_BYTES``; a larger file is left alone, so a row is
-  rewritten a bounded number of times. At most ``compactions_per_cycle`` tables a cycle, the
-  fullest first, so games that fill up together are compacted over several cycles and no cycle
-  stalls on all of them. OPTIMIZE's commit changes no data (``dataChange=false``): the change
-  feed gold reads skips it, and the readers' marks look past it.
+  rewritten a bounded number of times. The OPTIMIZE runs compiled even in a cycle that runs
+  interpreted (ingest/ops/codegen_mode.py): it reads every row of the files it packs. At most
+  ``compactions_per_cycle`` tables a cycle, the fullest first, so games that fill up together
+  are compacted over several cycles and no cycle stalls on all of them. OPTIMIZE's commit
+  changes no data (``dataChange=false``): the change feed gold reads skips it, and the readers'
+  marks look past it.
 - delta-rs vacuums the files the log removed more than ``vacuum_hours`` ago, when there are any
   (a table with none gets no commit). Gold reads silver's change feed from its own mark, and the
   feed needs the files of those versions, so ``vacuum_hours`` is how far gold may trail silver.
@@ -42,6 +44,7 @@ from deltalake import DeltaTable
 from ingest.core.identifiers import validate_slug
 from ingest.games.layout import GOLD_KINDS, gold_table, silver_table
 from ingest.landing.delta.table_location import TableLocation, as_location
+from ingest.ops.codegen_mode import COMPILED
 from ingest.ops.lakehouse_checkpoints import (
     DEFAULT_CHECKPOINT_COMMITS,
     adopt_interval,
@@ -55,7 +58,10 @@ from ingest.ops.refresh_selection import SLICE
 # and its reads keep both cores (one file of a 3.2M-row day once made the anti-join slower than
 # its 320 small ones: one task on 2 cores; bench/results/day_partition_reads.md).
 FILE_BYTES = 64 * 1024 * 1024
-SMALL_BYTES = FILE_BYTES // 2
+# A packed file stops being rewritten once it reaches this. At half of FILE_BYTES a day's file
+# just below it (27 MB, 826,400 rows) was rewritten whole with every 29 small files: 40.8 s
+# interpreted, 7.3 s compiled, against 2.4 s and 1.2 s leaving it alone (bench/compaction_modes.py).
+SMALL_BYTES = 4 * 1024 * 1024
 PARTITION = "partition.event_date"
 QUARANTINE = "silver_quarantine"
 SLICE_VACUUM_HOURS = 1  # a reader of the slice's older versions outlives its cycle by far less
@@ -186,7 +192,7 @@ def compact(spark: Any, due: DueCompaction) -> int:
     where = ""
     if due.dates:
         where = " where event_date in (" + ", ".join(f"date '{date}'" for date in due.dates) + ")"
-    with _session_conf(spark, _compaction_conf()):
+    with _session_conf(spark, _compaction_conf() | COMPILED):
         metrics = spark.sql(f"optimize {due.table}{where}").first()["metrics"]
     return int(metrics["numFilesRemoved"])
 

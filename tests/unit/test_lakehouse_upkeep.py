@@ -4,6 +4,7 @@ tests/integration/test_refresh_upkeep.py."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import date
@@ -15,6 +16,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from ingest.core.errors import ConfigError
 from ingest.ops.lakehouse_upkeep import (
+    SMALL_BYTES,
     UpkeepPolicy,
     compactions_per_cycle,
     due_compaction,
@@ -102,3 +104,19 @@ def test_a_negative_upkeep_setting_is_refused_before_spark_starts(
     )
     assert done.returncode != 0
     assert message in done.stderr
+
+
+def test_a_file_of_small_bytes_or_more_is_left_out_of_a_compaction(tmp_path: Path) -> None:
+    # a day's packed file just below half the target was rewritten whole at every compaction
+    day = date(2026, 11, 27)
+    rows = SMALL_BYTES // 32 + 1  # random 32-byte values do not compress
+    big = pa.table({"event_id": [os.urandom(16).hex() for _ in range(rows)], "event_date": [day] * rows})
+    write_deltalake(str(tmp_path), big, mode="append", partition_by=["event_date"])
+    sizes = pa.table(DeltaTable(str(tmp_path)).get_add_actions(flatten=True)).column("size_bytes").to_pylist()
+    assert sizes[0] >= SMALL_BYTES
+    for _ in range(2):
+        _append(tmp_path, day)
+
+    due = due_compaction("silver.silver_x", DeltaTable(str(tmp_path)), compact_files=2)
+    assert due is not None and due.small_files == 2
+    assert due_compaction("silver.silver_x", DeltaTable(str(tmp_path)), compact_files=3) is None
