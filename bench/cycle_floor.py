@@ -36,7 +36,6 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,7 +111,10 @@ def one_pass(
     for tables in games:
         took["silver insert"].append(_timed(spark, statements(tables, rows)["silver insert"]))
     gold = [(kind, statements(t, rows)[kind]) for t in games for kind in KINDS[1:]]
-    run: Callable[[tuple[str, str]], tuple[str, float]] = lambda job: (job[0], _timed(spark, job[1]))  # noqa: E731
+
+    def run(job: tuple[str, str]) -> tuple[str, float]:
+        return job[0], _timed(spark, job[1])
+
     with ThreadPoolExecutor(gold_threads) as pool:
         for kind, seconds in pool.map(run, gold):
             took[kind].append(seconds)
