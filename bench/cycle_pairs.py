@@ -1,7 +1,7 @@
 """A change to the refresh cycle, measured in pairs: warm refresh cycles with and without it, in
 turn, in one Spark session.
 
-    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|histogram
+    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|histogram|one-statement
                                 [--games 5] [--pairs 4] [--new 6000]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
@@ -21,6 +21,10 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   schedules its jobs in order, as Spark's default FIFO mode does. A thread's pool is a local
   property of its thread, which dbt-spark does not set: this bench sets it before each statement
   dbt-spark's cursor runs;
+* ``one-statement``: each built silver table and player_agg taking its rows in one statement
+  (macros/project/lean_incremental.sql), against dbt-spark's path for every incremental model (a
+  temporary view of the query and ``describe``s of it and of the table before the statement,
+  ``GAMELAKE_INCREMENTAL=dbt-spark``); gold on 2 threads on both sides, as the refresh runs;
 * ``histogram``: the refresh with Delta's file size histogram left out of each snapshot's state
   (``spark.databricks.delta.fileSizeHistogramMetrics.enabled=false``), against Delta's default.
 
@@ -77,6 +81,7 @@ class Comparison:
     sides: dict[str, dict[str, Any]] = field(default_factory=dict)  # side -> _cycle's keywords
     confs: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> Spark confs for its cycles
     pools: dict[str, bool] = field(default_factory=dict)  # side -> each dbt thread in its own pool
+    environ: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> environment for its cycles
 
 
 COMPARISONS = {
@@ -115,6 +120,14 @@ COMPARISONS = {
             "gold on 2 threads, one pool": {"gold_threads": 2},
         },
         pools={"gold on 2 threads, a FAIR pool each": True, "gold on 2 threads, one pool": False},
+    ),
+    "one-statement": Comparison(
+        "Warm refresh cycles with each built table's rows in one statement, and on dbt-spark's path",
+        RESULTS_DIR / "one_statement_pairs.md",
+        "# The incremental materialization's one statement, paired (bench/cycle_pairs.py --compare"
+        " one-statement)\n",
+        {"one statement (the project's)": {"gold_threads": 2}, "dbt-spark's path": {"gold_threads": 2}},
+        environ={"dbt-spark's path": {"GAMELAKE_INCREMENTAL": "dbt-spark"}},
     ),
     "histogram": Comparison(
         "Warm refresh cycles without and with Delta's file size histogram in each snapshot's state",
@@ -160,14 +173,18 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
         _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, state["games"], 0.01))
         state["next_id"] += new
         confs = comparison.confs.get(side, {})
+        environ = comparison.environ.get(side, {})
         pooled["pools"] = comparison.pools.get(side, False)
         for key, value in confs.items():
             spark.conf.set(key, value)
+        os.environ.update(environ)
         try:
             took, results, _ = _cycle(runner, spark, None, "refresh", watch, new, **comparison.sides[side])
         finally:
             for key in confs:
                 spark.conf.unset(key)
+            for key in environ:
+                del os.environ[key]
         failed = [r.node.name for r in results if r.status not in ("success", "pass")]
         if failed:
             raise SystemExit(f"the cycle failed: {failed}")

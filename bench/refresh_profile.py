@@ -72,8 +72,8 @@ HISTORY = 60_000
 
 # What a statement does, by the first pattern its text matches (dbt's query comment removed).
 KINDS = [
-    ("merge", r"^merge into"),
-    ("insert", r"^insert (into|overwrite)"),
+    ("merge", r"^merge (with schema evolution )?into"),
+    ("insert", r"^insert (with schema evolution )?(into|overwrite)"),
     ("create table as select", r"^create (or replace )?table"),
     ("create view", r"^create (or replace )?(temporary )?view"),
     ("drop", r"^drop "),

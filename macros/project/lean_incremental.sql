@@ -1,0 +1,56 @@
+{#- dbt-spark's incremental materialization, with one statement where it sends four. On a Delta
+    table that exists, an append (silver, quarantine) or a MERGE that updates every column
+    (player_agg) is sent as the model's query itself, WITH SCHEMA EVOLUTION and by name: Delta
+    adds a column the query has and the table lacks in the same commit as the rows, which is
+    what on_schema_change: append_new_columns asks for, and fails on a column it cannot add
+    (DELTA_METADATA_MISMATCH), so nothing is dropped unseen. dbt-spark's path first creates a
+    temporary view of the query, then describes the view and the table to compare their columns
+    and the table again to list them (0.08 s a model, bench/results/refresh_profile.md, stop 58).
+    Everything else takes dbt-spark's path unchanged: a first build, a full refresh, a view, a
+    Python model, another strategy or schema policy, incremental predicates, a MERGE naming the
+    columns it updates (gold_daily_active's adds), which must see a new column in the table
+    before the statement lists it. GAMELAKE_INCREMENTAL=dbt-spark in the environment sends every
+    build down dbt-spark's path (bench/cycle_pairs.py --compare one-statement measures both). -#}
+{% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
+    {%- set existing = load_relation(this) -%}
+    {%- if not gamelake_incremental_in_one_statement(existing) -%}
+        {{ return(dbt.materialization_incremental_spark()) }}
+    {%- endif -%}
+    {{ run_hooks(pre_hooks) }}
+    {%- call statement('main') -%}
+        {{ _one_statement(config.get('incremental_strategy') or 'append') }}
+    {%- endcall -%}
+    {%- do apply_grants(this, config.get('grants'), should_revoke(existing, full_refresh_mode=false)) -%}
+    {%- do persist_docs(this, model) -%}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [this]}) }}
+{%- endmaterialization %}
+
+{#- Whether this build of the model is one statement (see above). -#}
+{% macro gamelake_incremental_in_one_statement(existing) %}
+    {%- set path = env_var('GAMELAKE_INCREMENTAL', 'one-statement') -%}
+    {%- if path not in ['one-statement', 'dbt-spark'] -%}
+        {{ exceptions.raise_compiler_error("GAMELAKE_INCREMENTAL is '" ~ path
+            ~ "': set it to one-statement (the default) or dbt-spark, or unset it") }}
+    {%- endif -%}
+    {%- set strategy = config.get('incremental_strategy') or 'append' -%}
+    {%- set mergeable = strategy == 'merge' and config.get('unique_key') and not gamelake_merge_lists_columns() -%}
+    {{ return(path == 'one-statement'
+        and model.language == 'sql'
+        and existing is not none and existing.is_table
+        and not should_full_refresh()
+        and config.get('file_format') == 'delta'
+        and config.get('on_schema_change') == 'append_new_columns'
+        and not (config.get('incremental_predicates') or config.get('predicates'))
+        and (strategy == 'append' or mergeable)) }}
+{% endmacro %}
+
+{#- The query closes on a line of its own: a model may end in a line comment. -#}
+{% macro _one_statement(strategy) %}
+    {%- if strategy == 'merge' -%}
+        {{ gamelake_merge_sql(this, '(\n' ~ compiled_code ~ '\n)', config.get('unique_key'), none, evolve=true) }}
+    {%- else -%}
+        insert with schema evolution into {{ this }} by name
+        {{ compiled_code }}
+    {%- endif -%}
+{% endmacro %}

@@ -1,0 +1,175 @@
+"""The incremental materialization's one-statement path on real Spark + Delta
+(macros/project/lean_incremental.sql): a built silver table or player_agg takes its rows in
+one statement, with no temporary view and no `describe`; a new bronze column reaches silver in
+the same commit as the rows and its mark; daily_active, whose MERGE names its columns, keeps
+dbt-spark's path.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ingest.games import model_files
+from tests.integration import dbt_support as support
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+GAME = "orbit"
+NOW = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+
+
+class Project:
+    """A project copy with one game, its Spark session, and the statements of its last build."""
+
+    def __init__(self, root: Path, spark: Any) -> None:
+        self.project = support.copy_project(root / "project")
+        self.spark = spark
+        self.bronze_path = root / "warehouse" / "bronze" / "game_events"
+        self.rows: list[dict[str, Any]] = []
+        self.statements: dict[str, list[str]] = {}
+        support.write_seed(self.project, {GAME: True})
+        model_files.sync(self.project)
+
+    def land(self, rows: list[dict[str, Any]], schema: str) -> None:
+        support.append_bronze(self.spark, self.bronze_path, rows, schema)
+        self.rows += rows
+
+    def build(self, *select: str, expect_success: bool = True) -> list[str]:
+        """Build (``select`` or everything); the messages of the nodes that failed."""
+        from dbt.cli.main import dbtRunner
+
+        self.statements = {}
+        runner = dbtRunner(callbacks=[self._record])
+        result = runner.invoke(
+            [
+                "build",
+                *(("--select", *select) if select else ()),
+                "--project-dir",
+                str(self.project),
+                "--profiles-dir",
+                str(self.project / "profiles"),
+                "--target",
+                "local",
+            ]
+        )
+        failed = [str(r.message) for r in result.result or [] if str(r.status) in ("error", "fail")]
+        assert result.success is expect_success, f"dbt build: {result.exception or failed}"
+        return failed
+
+    def _record(self, event: Any) -> None:
+        if event.info.name == "SQLQuery" and event.data.node_info.unique_id:
+            node = event.data.node_info.unique_id.split(".")[-1]
+            self.statements.setdefault(node, []).append(" ".join(event.data.sql.split()).lower())
+
+    def history(self, table: str) -> list[dict[str, Any]]:
+        rows = self.spark.sql(f"describe history {table}").collect()
+        return sorted((row.asDict() for row in rows), key=lambda row: row["version"])
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
+    root = tmp_path_factory.mktemp("one-statement")
+    with support.local_spark(root / "warehouse") as spark:
+        yield Project(root, spark)
+
+
+@pytest.fixture(scope="module")
+def writer() -> support.BronzeWriter:
+    return support.BronzeWriter(random.Random(7))
+
+
+def _without_comment(statement: str) -> str:
+    return statement.split("*/", 1)[-1].strip() if statement.startswith("/*") else statement
+
+
+def _kinds(statements: list[str]) -> list[str]:
+    return [_without_comment(statement).split(" ", 2)[0] for statement in statements]
+
+
+def test_a_first_build_creates_the_tables_as_dbt_spark_does(
+    project: Project, writer: support.BronzeWriter
+) -> None:
+    project.land(
+        [writer.event(GAME, 4, NOW - timedelta(minutes=9)) for _ in range(30)], support.schema_for(4)
+    )
+    project.build()
+
+    created = [_without_comment(s) for s in project.statements[f"silver_{GAME}"] if "create" in s]
+    assert any(s.startswith("create table") or s.startswith("create or replace table") for s in created), (
+        created
+    )
+    assert project.spark.table(f"silver.silver_{GAME}").count() == 30
+
+
+def test_a_built_silver_and_player_agg_take_their_rows_in_one_statement(
+    project: Project, writer: support.BronzeWriter
+) -> None:
+    project.land(
+        [writer.event(GAME, 4, NOW - timedelta(minutes=5)) for _ in range(20)], support.schema_for(4)
+    )
+    project.build()
+
+    # dbt-spark's path describes the table twice or more; player_agg's own SQL reads its columns
+    # once when the refresh has not handed them over (gamelake_silver_read_plan)
+    for model, verb, describes in (
+        (f"silver_{GAME}", "insert with schema evolution into", 0),
+        (f"gold_{GAME}_player_agg", "merge with schema evolution into", 1),
+    ):
+        statements = [_without_comment(s) for s in project.statements[model]]
+        assert sum(s.startswith(verb) for s in statements) == 1, statements
+        assert not [s for s in statements if "temporary view" in s], statements
+        assert sum(s.startswith("describe extended") for s in statements) <= describes, statements
+    # the MERGE that names its columns (daily_active's adds) still asks the table for them
+    daily = [_without_comment(s) for s in project.statements[f"gold_{GAME}_daily_active"]]
+    assert any("temporary view" in s for s in daily), _kinds(daily)
+    assert project.spark.table(f"silver.silver_{GAME}").count() == 50
+
+
+def test_a_new_bronze_column_reaches_silver_in_the_commit_of_its_rows(
+    project: Project, writer: support.BronzeWriter
+) -> None:
+    silver = f"silver.silver_{GAME}"
+    before = project.history(silver)[-1]["version"]
+    rows = [writer.event(GAME, 4, NOW - timedelta(minutes=2), tournament_id=f"t-{i % 3}") for i in range(10)]
+    project.land(rows, support.schema_for(4, "tournament_id string"))
+    project.build()
+
+    commits = [commit for commit in project.history(silver) if commit["version"] > before]
+    assert [commit["operation"] for commit in commits] == ["WRITE"], commits
+    mark = json.loads(commits[0]["userMetadata"])
+    assert mark["gamelake.reader"] == silver
+    landed = {row["event_id"]: row["tournament_id"] for row in project.spark.table(silver).collect()}
+    assert len(landed) == 60
+    assert {landed[row["event_id"]] for row in rows} == {"t-0", "t-1", "t-2"}
+    assert sum(value is not None for value in landed.values()) == 10  # older rows: null, none lost
+
+
+def test_dbt_sparks_path_stays_one_setting_away(
+    project: Project, writer: support.BronzeWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GAMELAKE_INCREMENTAL", "dbt-spark")
+    project.land([writer.event(GAME, 4, NOW - timedelta(minutes=1)) for _ in range(5)], support.schema_for(4))
+    project.build()
+
+    statements = [_without_comment(s) for s in project.statements[f"silver_{GAME}"]]
+    assert any("temporary view" in s for s in statements), _kinds(statements)
+    assert not any(s.startswith("insert with schema evolution") for s in statements), _kinds(statements)
+    assert project.spark.table(f"silver.silver_{GAME}").count() == 65
+
+
+def test_an_unknown_incremental_path_is_refused_by_name(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GAMELAKE_INCREMENTAL", "fast")
+    failed = project.build(f"silver_{GAME}", expect_success=False)
+
+    assert any(
+        "GAMELAKE_INCREMENTAL is 'fast'" in message and "dbt-spark" in message for message in failed
+    ), failed
