@@ -104,6 +104,43 @@ def copy_project(target: Path) -> Path:
     return target
 
 
+class ProjectLake:
+    """A private copy of the dbt project on a private warehouse's Spark session, and the bronze
+    rows written so far."""
+
+    def __init__(self, root: Path, spark: Any) -> None:
+        self.project = copy_project(root / "project")
+        self.spark = spark
+        self.bronze_path = root / "warehouse" / "bronze" / "game_events"
+        self.rows: list[dict[str, Any]] = []
+
+    def land(self, rows: list[dict[str, Any]], schema: str) -> None:
+        append_bronze(self.spark, self.bronze_path, rows, schema)
+        self.rows += rows
+
+    def invoke(self, *args: str, callbacks: tuple[Any, ...] = ()) -> tuple[Any, list[str]]:
+        """dbt ``args`` on the local target: its result, and each failed node with its message."""
+        from dbt.cli.main import dbtRunner
+
+        result = dbtRunner(callbacks=list(callbacks)).invoke(
+            [
+                *args,
+                "--project-dir",
+                str(self.project),
+                "--profiles-dir",
+                str(self.project / "profiles"),
+                "--target",
+                "local",
+            ]
+        )
+        failed = [
+            f"{getattr(r, 'unique_id', '?')}: {r.status} {r.message}"
+            for r in getattr(result.result, "results", []) or []
+            if str(r.status) in ("error", "fail")
+        ]
+        return result, failed
+
+
 @dataclass(frozen=True)
 class RefreshPlace:
     """Where a test's `ingest refresh` process runs: its project, its warehouse (on a local disk,

@@ -42,14 +42,11 @@ SCREENSHOTS = PROJECT_DIR / ".cache" / "screenshots"  # kept for a look after th
 PAUSED = "beta"  # active for the first run, paused for the second, back for the third
 
 
-class Lake:
+class Lake(support.ProjectLake):
     """The module's warehouse: a project copy, a Spark session, the bronze rows written so far."""
 
     def __init__(self, root: Path, spark: Any) -> None:
-        self.project = support.copy_project(root / "project")
-        self.spark = spark
-        self.bronze_path = root / "warehouse" / "bronze" / "game_events"
-        self.rows: list[dict[str, Any]] = []
+        super().__init__(root, spark)
         self.quarantine: dict[str, list[str]] = {}
         self.timings: dict[str, float] = {}
 
@@ -58,29 +55,8 @@ class Lake:
         games.sync(self.project)
         self.seeded = seeded
 
-    def land(self, rows: list[dict[str, Any]], schema: str) -> None:
-        support.append_bronze(self.spark, self.bronze_path, rows, schema)
-        self.rows += rows
-
     def dbt(self, *args: str, expect_success: bool = True) -> Any:
-        from dbt.cli.main import dbtRunner
-
-        result = dbtRunner().invoke(
-            [
-                *args,
-                "--project-dir",
-                str(self.project),
-                "--profiles-dir",
-                str(self.project / "profiles"),
-                "--target",
-                "local",
-            ]
-        )
-        failed = [
-            f"{getattr(r, 'unique_id', '?')}: {r.status} {r.message}"
-            for r in getattr(result.result, "results", []) or []
-            if str(r.status) in ("error", "fail")
-        ]
+        result, failed = self.invoke(*args)
         assert result.success is expect_success, f"dbt {' '.join(args)}: {result.exception or failed}"
         return result
 

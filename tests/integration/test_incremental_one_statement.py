@@ -25,41 +25,32 @@ GAME = "orbit"
 NOW = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
 
 
-class Project:
+class Project(support.ProjectLake):
     """A project copy with one game, its Spark session, and the statements of its last build."""
 
     def __init__(self, root: Path, spark: Any) -> None:
-        self.project = support.copy_project(root / "project")
-        self.spark = spark
-        self.bronze_path = root / "warehouse" / "bronze" / "game_events"
-        self.rows: list[dict[str, Any]] = []
+        super().__init__(root, spark)
         self.statements: dict[str, list[str]] = {}
         support.write_seed(self.project, {GAME: True})
         model_files.sync(self.project)
 
-    def land(self, rows: list[dict[str, Any]], schema: str) -> None:
-        support.append_bronze(self.spark, self.bronze_path, rows, schema)
-        self.rows += rows
+    def land_and_build(
+        self, writer: support.BronzeWriter, events: int, **fields: str
+    ) -> list[dict[str, Any]]:
+        """``events`` new events of the game (with producer ``fields``, strings), then a build;
+        the events."""
+        extra = ", ".join(f"{name} string" for name in fields)
+        rows = [writer.event(GAME, 4, NOW - timedelta(minutes=1), **fields) for _ in range(events)]
+        self.land(rows, support.schema_for(4, extra))
+        self.build()
+        return rows
 
     def build(self, *select: str, expect_success: bool = True) -> list[str]:
-        """Build (``select`` or everything); the messages of the nodes that failed."""
-        from dbt.cli.main import dbtRunner
-
+        """Build (``select`` or everything); each failed node with its message."""
         self.statements = {}
-        runner = dbtRunner(callbacks=[self._record])
-        result = runner.invoke(
-            [
-                "build",
-                *(("--select", *select) if select else ()),
-                "--project-dir",
-                str(self.project),
-                "--profiles-dir",
-                str(self.project / "profiles"),
-                "--target",
-                "local",
-            ]
+        result, failed = self.invoke(
+            "build", *(("--select", *select) if select else ()), callbacks=(self._record,)
         )
-        failed = [str(r.message) for r in result.result or [] if str(r.status) in ("error", "fail")]
         assert result.success is expect_success, f"dbt build: {result.exception or failed}"
         return failed
 
@@ -96,10 +87,7 @@ def _kinds(statements: list[str]) -> list[str]:
 def test_a_first_build_creates_the_tables_as_dbt_spark_does(
     project: Project, writer: support.BronzeWriter
 ) -> None:
-    project.land(
-        [writer.event(GAME, 4, NOW - timedelta(minutes=9)) for _ in range(30)], support.schema_for(4)
-    )
-    project.build()
+    project.land_and_build(writer, 30)
 
     created = [_without_comment(s) for s in project.statements[f"silver_{GAME}"] if "create" in s]
     assert any(s.startswith("create table") or s.startswith("create or replace table") for s in created), (
@@ -111,10 +99,7 @@ def test_a_first_build_creates_the_tables_as_dbt_spark_does(
 def test_a_built_silver_and_player_agg_take_their_rows_in_one_statement(
     project: Project, writer: support.BronzeWriter
 ) -> None:
-    project.land(
-        [writer.event(GAME, 4, NOW - timedelta(minutes=5)) for _ in range(20)], support.schema_for(4)
-    )
-    project.build()
+    project.land_and_build(writer, 20)
 
     # dbt-spark's path describes the table twice or more; player_agg's own SQL reads its columns
     # once when the refresh has not handed them over (gamelake_silver_read_plan)
@@ -137,9 +122,7 @@ def test_a_new_bronze_column_reaches_silver_in_the_commit_of_its_rows(
 ) -> None:
     silver = f"silver.silver_{GAME}"
     before = project.history(silver)[-1]["version"]
-    rows = [writer.event(GAME, 4, NOW - timedelta(minutes=2), tournament_id=f"t-{i % 3}") for i in range(10)]
-    project.land(rows, support.schema_for(4, "tournament_id string"))
-    project.build()
+    rows = project.land_and_build(writer, 10, tournament_id="spring-cup")
 
     commits = [commit for commit in project.history(silver) if commit["version"] > before]
     assert [commit["operation"] for commit in commits] == ["WRITE"], commits
@@ -147,7 +130,7 @@ def test_a_new_bronze_column_reaches_silver_in_the_commit_of_its_rows(
     assert mark["gamelake.reader"] == silver
     landed = {row["event_id"]: row["tournament_id"] for row in project.spark.table(silver).collect()}
     assert len(landed) == 60
-    assert {landed[row["event_id"]] for row in rows} == {"t-0", "t-1", "t-2"}
+    assert {landed[row["event_id"]] for row in rows} == {"spring-cup"}
     assert sum(value is not None for value in landed.values()) == 10  # older rows: null, none lost
 
 
@@ -155,8 +138,7 @@ def test_dbt_sparks_path_stays_one_setting_away(
     project: Project, writer: support.BronzeWriter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GAMELAKE_INCREMENTAL", "dbt-spark")
-    project.land([writer.event(GAME, 4, NOW - timedelta(minutes=1)) for _ in range(5)], support.schema_for(4))
-    project.build()
+    project.land_and_build(writer, 5)
 
     statements = [_without_comment(s) for s in project.statements[f"silver_{GAME}"]]
     assert any("temporary view" in s for s in statements), _kinds(statements)
