@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,6 +32,7 @@ class Project(support.ProjectLake):
     def __init__(self, root: Path, spark: Any) -> None:
         super().__init__(root, spark)
         self.statements: dict[str, list[str]] = {}
+        self.sent: dict[str, list[str]] = {}  # as sent, case and spacing kept
         support.write_seed(self.project, {GAME: True})
         model_files.sync(self.project)
 
@@ -47,7 +49,7 @@ class Project(support.ProjectLake):
 
     def build(self, *select: str, expect_success: bool = True) -> list[str]:
         """Build (``select`` or everything); each failed node with its message."""
-        self.statements = {}
+        self.statements, self.sent = {}, {}
         result, failed = self.invoke(
             "build", *(("--select", *select) if select else ()), callbacks=(self._record,)
         )
@@ -58,6 +60,7 @@ class Project(support.ProjectLake):
         if event.info.name == "SQLQuery" and event.data.node_info.unique_id:
             node = event.data.node_info.unique_id.split(".")[-1]
             self.statements.setdefault(node, []).append(" ".join(event.data.sql.split()).lower())
+            self.sent.setdefault(node, []).append(event.data.sql)
 
     def history(self, table: str) -> list[dict[str, Any]]:
         rows = self.spark.sql(f"describe history {table}").collect()
@@ -134,6 +137,21 @@ def test_a_new_bronze_column_reaches_silver_in_the_commit_of_its_rows(
     assert sum(value is not None for value in landed.values()) == 10  # older rows: null, none lost
 
 
+def test_silvers_anti_join_sorts_and_merges_and_never_broadcasts_silvers_rows(
+    project: Project, writer: support.BronzeWriter
+) -> None:
+    # A small silver table is where Spark would broadcast it; the hint must hold at any size
+    project.land_and_build(writer, 10)
+
+    insert = next(s for s in project.sent[f"silver_{GAME}"] if "insert with schema evolution" in s.lower())
+    query = re.split(r"\bby\s+name\b", insert, maxsplit=1, flags=re.IGNORECASE)[1]
+    plan = project.spark.sql(f"explain {query}").collect()[0][0]
+    anti_joins = [line.strip() for line in plan.splitlines() if "LeftAnti" in line]
+    assert anti_joins, plan
+    assert all(line.lstrip("+- :").startswith("SortMergeJoin") for line in anti_joins), anti_joins
+    assert project.spark.table(f"silver.silver_{GAME}").count() == 70
+
+
 def test_dbt_sparks_path_stays_one_setting_away(
     project: Project, writer: support.BronzeWriter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -143,7 +161,7 @@ def test_dbt_sparks_path_stays_one_setting_away(
     statements = [_without_comment(s) for s in project.statements[f"silver_{GAME}"]]
     assert any("temporary view" in s for s in statements), _kinds(statements)
     assert not any(s.startswith("insert with schema evolution") for s in statements), _kinds(statements)
-    assert project.spark.table(f"silver.silver_{GAME}").count() == 65
+    assert project.spark.table(f"silver.silver_{GAME}").count() == 75
 
 
 def test_an_unknown_incremental_path_is_refused_by_name(
