@@ -1,11 +1,14 @@
 """Freshness of every layer in continuous mode: producer, ingest and refresh on one machine.
 
-    python -m bench.freshness [--minutes 10] [--rate 20000] [--min-interval 10]
+    python -m bench.freshness [--minutes 10] [--rate 20000] [--min-interval 10] [--event-times live]
 
 The local stack must be up (``make stack-up``). On a fresh 6-partition topic and a private
 warehouse and dbt project (the stock 5 games), ``ingest run`` and ``ingest refresh --continuous``
 run as an operator runs them. After the refresh's first build, a producer sends ``--rate`` events
-per second for ``--minutes``, every event with its own event_id. When gold has caught up, both
+per second for ``--minutes``, every event with its own event_id, stamped with the second it is
+sent (``--event-times live``, a game in play) or with the pool's times in a week long past
+(``replay``, a backfill: every batch spans the week, so silver's dedup reads each game's whole
+week of silver rows in every build, and that read grows with the run). When gold has caught up, both
 services are stopped with SIGTERM and every event's delay is read back from the Delta logs:
 
 - bronze: ``_ingested_at - _kafka_timestamp`` (the ingest stamps rows as it commits them);
@@ -60,14 +63,33 @@ SAMPLE_EVERY_S = 5.0
 GOLD_TABLES = ("player_agg", "daily_active")
 
 
-def _renumbered(pool: list[tuple[bytes, bytes, bytes]]) -> Callable[[int], tuple[bytes, bytes]]:
-    """The pool's events cycled, the i-th with event_id i (same width, so the framing holds)."""
+def _renumbered(
+    pool: list[tuple[bytes, bytes, bytes, bytes]], event_times: str
+) -> Callable[[int], tuple[bytes, bytes]]:
+    """The pool's events cycled, the i-th with event_id i (same width, so the framing holds); with
+    ``live`` event times each is stamped with the second it is sent, as a game in play stamps
+    its events, and with ``replay`` it keeps the pool's time in the week before its anchor."""
 
     def payload(i: int) -> tuple[bytes, bytes]:
-        key, value, event_id = pool[i % len(pool)]
-        return key, value.replace(event_id, f"{i:0{len(event_id)}d}".encode(), 1)
+        key, value, event_id, stamp = pool[i % len(pool)]
+        value = value.replace(event_id, f"{i:0{len(event_id)}d}".encode(), 1)
+        if event_times == "live":
+            value = value.replace(stamp, _stamped_now(stamp), 1)
+        return key, value
 
     return payload
+
+
+def _stamped_now(stamp: bytes) -> bytes:
+    """The serialized Timestamp ``stamp`` moved to this second, its nanos kept: the same length
+    (both seconds are five-byte varints), so the framing around it holds."""
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    moved = Timestamp.FromString(stamp)
+    moved.seconds = int(time.time())
+    now = moved.SerializeToString()
+    assert len(now) == len(stamp), "an event time of another varint width would break the framing"
+    return now
 
 
 def _metrics(port: int) -> dict[str, float]:
@@ -272,11 +294,11 @@ def _builds(log: Path) -> dict[str, Any]:
 
 
 def measure(
-    minutes: float, rate: float, min_interval: float, max_versions: int, workdir: Path
+    minutes: float, rate: float, min_interval: float, max_versions: int, workdir: Path, event_times: str
 ) -> dict[str, Any]:
     endpoints = replace(Endpoints.from_env(), topic=f"fresh-{uuid.uuid4().hex[:8]}")
     ensure_topic(endpoints, 6)
-    payload = _renumbered(_event_pool(endpoints))
+    payload = _renumbered(_event_pool(endpoints), event_times)
     shutil.rmtree(workdir, ignore_errors=True)
     project, warehouse = workdir / "project", workdir / "warehouse"
     project.mkdir(parents=True)
@@ -367,7 +389,7 @@ def _record(result: dict[str, Any], args: argparse.Namespace) -> None:
         f"- machine: {machine}",
         f"- settings: {args.rate:,.0f} events/s for {args.minutes:g} min, "
         f"`ingest refresh --continuous --min-interval {args.min_interval:g} "
-        f"--max-versions-per-build {args.max_versions_per_build}`",
+        f"--max-versions-per-build {args.max_versions_per_build}`; event times: {args.event_times}",
         "",
         "| layer | p50 s | p99 s | max s |",
         "|---|---|---|---|",
@@ -398,10 +420,21 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=20_000)
     parser.add_argument("--min-interval", type=float, default=10)
     parser.add_argument("--max-versions-per-build", type=int, default=60)
+    parser.add_argument(
+        "--event-times",
+        choices=("live", "replay"),
+        default="live",
+        help="live: each event stamped when sent; replay: the pool's week of times again and again",
+    )
     parser.add_argument("--workdir", type=Path, default=PROJECT_DIR / ".cache" / "bench-freshness")
     args = parser.parse_args()
     result = measure(
-        args.minutes, args.rate, args.min_interval, args.max_versions_per_build, args.workdir.resolve()
+        args.minutes,
+        args.rate,
+        args.min_interval,
+        args.max_versions_per_build,
+        args.workdir.resolve(),
+        args.event_times,
     )
     _record(result, args)
     s = result["summary"]

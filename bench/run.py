@@ -46,12 +46,14 @@ VERSIONS = [1, 2, 3]
 
 def _payload_pool(endpoints: Endpoints, size: int = 3000) -> list[tuple[bytes, bytes]]:
     """Distinct serialized events (key, framed value), cycled by the producer."""
-    return [(key, value) for key, value, _ in _event_pool(endpoints, size)]
+    return [(key, value) for key, value, *_ in _event_pool(endpoints, size)]
 
 
-def _event_pool(endpoints: Endpoints, size: int = 3000) -> list[tuple[bytes, bytes, bytes]]:
-    """Distinct serialized events: (key, framed value, the event_id inside the value)."""
+def _event_pool(endpoints: Endpoints, size: int = 3000) -> list[tuple[bytes, bytes, bytes, bytes]]:
+    """Distinct serialized events: (key, framed value, the event_id inside the value, the event
+    time inside it as its serialized google.protobuf.Timestamp)."""
     from confluent_kafka.serialization import MessageField, SerializationContext
+    from google.protobuf.timestamp_pb2 import Timestamp
 
     serializers = register_versions(endpoints, VERSIONS)
     ctx = SerializationContext(endpoints.topic, MessageField.VALUE)
@@ -62,7 +64,9 @@ def _event_pool(endpoints: Endpoints, size: int = 3000) -> list[tuple[bytes, byt
         version = load_version(event.version)
         value = serializers[event.version](version.message_class(**event.fields(version.field_names)), ctx)
         assert value is not None and schema_id_of(value) > 0
-        pool.append((event.gamer_id.encode(), value, event.event_id.encode()))
+        stamp = Timestamp(**event.fields(["event_timestamp"])["event_timestamp"]).SerializeToString()
+        assert stamp in value
+        pool.append((event.gamer_id.encode(), value, event.event_id.encode(), stamp))
     return pool
 
 
