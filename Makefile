@@ -17,6 +17,7 @@ SOAK_THEN_MINUTES ?= 30
 SOAK_THEN_RATE ?= 20000
 FRESH_MINUTES ?= 10
 FRESH_RATE ?= 20000
+FRESH_EVENT_TIMES ?= live
 
 export DBT_PROFILES_DIR := $(CURDIR)/profiles
 export DBT_PROJECT_DIR := $(CURDIR)
@@ -124,7 +125,7 @@ audit: setup ## The whole-table audit: bronze keys unique, gold equal to a recom
 	$(BIN)/dbt build --select tag:audit
 
 bench-freshness: stack-up ## Continuous mode: producer + ingest + refresh, produce->gold per layer (bench/results/freshness.md)
-	$(BIN)/python -m bench.freshness --minutes $(FRESH_MINUTES) --rate $(FRESH_RATE)
+	$(BIN)/python -m bench.freshness --minutes $(FRESH_MINUTES) --rate $(FRESH_RATE) --event-times $(FRESH_EVENT_TIMES)
 
 bench-throughput: setup ## Silver rows/s on a 1,000,000-event batch: dbt against hand-written Spark SQL
 	$(BIN)/python -m bench.silver_throughput
