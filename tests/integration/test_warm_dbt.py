@@ -1,15 +1,19 @@
-"""The refresh's dbt runner parses the project once and again only when its files change
-(ingest/ops/warm_dbt.py), with real dbt on a private copy of the project."""
+"""The refresh's dbt runner parses the project once and again only when its files change, and
+runs a parse's unit tests until they pass (ingest/ops/warm_dbt.py), with real dbt on a private
+copy of the project."""
 
 from __future__ import annotations
 
 import os
+import random
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ingest.games import model_files as games
-from ingest.ops.warm_dbt import WarmDbt, project_stamp
+from ingest.ops.warm_dbt import WarmDbt, excluding, project_stamp
 from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration]
@@ -53,3 +57,47 @@ def test_the_stamp_follows_an_edit_an_addition_and_a_removal(tmp_path: Path) -> 
     assert project_stamp(project) == (added[0], later)
     macro.unlink()
     assert project_stamp(project)[0] == before[0]
+
+
+def _unit_tests_run(result: Any) -> list[str]:
+    assert result.success, result.exception or [r.message for r in result.result.results if r.message]
+    return [r.node.name for r in result.result.results if r.node.resource_type == "unit_test"]
+
+
+def test_unit_tests_run_until_they_pass_on_a_parse_and_again_on_the_next(tmp_path: Path) -> None:
+    writer = support.BronzeWriter(random.Random(3))
+    now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    with support.local_spark(tmp_path / "warehouse") as spark:
+        lake = support.ProjectLake(tmp_path, spark)
+        support.write_seed(lake.project, {"alpha": True})
+        games.sync(lake.project)
+        runner = WarmDbt(lake.project, lake.project / "profiles")
+
+        def land_and_build() -> list[str]:
+            lake.land(
+                [writer.event("alpha", 4, now - timedelta(minutes=1)) for _ in range(5)],
+                support.schema_for(4),
+            )
+            return _unit_tests_run(runner.invoke("build", "--select", "+silver_alpha"))
+
+        assert land_and_build() == ["silver_dedup_keeps_first_landing_and_skips_loaded_events"]
+        assert land_and_build() == [], "a passed unit test ran again on the same parse"
+        macro = lake.project / "macros" / "extra.sql"
+        macro.write_text("{% macro extra() %}1{% endmacro %}\n")  # an edit: the next build parses
+        assert land_and_build() == ["silver_dedup_keeps_first_landing_and_skips_loaded_events"]
+        assert runner.parses == 2
+        assert spark.table("silver.silver_alpha").count() == 15  # every build took its rows
+
+
+def test_a_passed_unit_test_is_left_out_beside_the_other_exclusions() -> None:
+    assert excluding(("build", "--select", "a+", "--exclude", "b", "--threads", "1"), "test_type:unit") == (
+        "build",
+        "--select",
+        "a+",
+        "--exclude",
+        "test_type:unit",
+        "b",
+        "--threads",
+        "1",
+    )
+    assert excluding(("build",), "test_type:unit") == ("build", "--exclude", "test_type:unit")
