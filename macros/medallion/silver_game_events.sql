@@ -55,7 +55,7 @@ new_events as (
     -- the anti-join sorts and merges, never broadcasts: Spark sizes silver's side from its
     -- files scaled to two of its columns (a backfill's week of rows passes for a few MB) and
     -- would build all of it as one hash table in the driver; a sort-merge join spills instead
-    select {% if is_incremental() %}/*+ MERGE(loaded) */ {% endif %}deduplicated.first_landed.*
+    select {% if is_incremental() %}/*+ merge(loaded) */ {% endif %}deduplicated.first_landed.*
     from deduplicated
     {%- if is_incremental() %}
     left anti join (
