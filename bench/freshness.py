@@ -49,6 +49,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 from gamelake_dev.producer.publish import ensure_topic
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from bench.incremental import STOCK_GAMES, _copy_project
 from bench.run import Lakehouse, _env, _event_pool, _load, _produce
@@ -83,8 +84,6 @@ def _renumbered(
 def _stamped_now(stamp: bytes) -> bytes:
     """The serialized Timestamp ``stamp`` moved to this second, its nanos kept: the same length
     (both seconds are five-byte varints), so the framing around it holds."""
-    from google.protobuf.timestamp_pb2 import Timestamp
-
     moved = Timestamp.FromString(stamp)
     moved.seconds = int(time.time())
     now = moved.SerializeToString()
