@@ -2,7 +2,7 @@
 (macros/project/lean_incremental.sql): a built silver table or player_agg takes its rows in
 one statement, with no temporary view and no `describe`; a new bronze column reaches silver in
 the same commit as the rows and its mark; daily_active, whose MERGE names its columns, keeps
-dbt-spark's path.
+dbt-spark's path. The slice keeps file statistics for the one column its readers skip by.
 """
 
 from __future__ import annotations
@@ -173,3 +173,22 @@ def test_an_unknown_incremental_path_is_refused_by_name(
     assert any(
         "GAMELAKE_INCREMENTAL is 'fast'" in message and "dbt-spark" in message for message in failed
     ), failed
+
+
+def test_the_slice_keeps_file_statistics_for_bronze_version_alone(
+    project: Project, writer: support.BronzeWriter
+) -> None:
+    # Its readers prune by game_slug's partition and find the bounds row by bronze_version's null
+    # count; statistics on the other 29 columns were a quarter of its write (bench/slice_write.py)
+    project.land_and_build(writer, 5)
+
+    slice_table = "bronze.stg_bronze__new_events"
+    location = project.spark.sql(f"describe detail {slice_table}").collect()[0]["location"]
+    log = sorted(Path(location.removeprefix("file:"), "_delta_log").glob("*.json"))[-1]
+    adds = [json.loads(line)["add"] for line in log.read_text().splitlines() if '"add"' in line]
+    stats = [json.loads(add["stats"]) for add in adds]
+    assert stats and all(set(s["nullCount"]) == {"bronze_version"} for s in stats), stats
+    assert {s["nullCount"]["bronze_version"] for s in stats} == {0, 1}, "the bounds row's file and the rows'"
+    bounds = project.spark.sql(f"select slice_to_version from {slice_table} where bronze_version is null")
+    assert bounds.count() == 1
+    assert project.spark.table(f"silver.silver_{GAME}").count() == 80
