@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SPARK_DRIVER_MEMORY = os.environ.get("GAMELAKE_SPARK_MEMORY", "2g")
+# The driver's log4j2 settings: Spark's defaults without the slice's expected replace warnings
+LOG_SETTINGS = Path(__file__).with_name("log4j2.properties")
 
 
 def s3_home(warehouse: Path = WAREHOUSE_DIR) -> Path:
@@ -54,7 +56,7 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR, lakehouse: str | None = None
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(spark_warehouse(warehouse)),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home} -Dlog4j2.configurationFile={LOG_SETTINGS}",
         "spark.driver.memory": SPARK_DRIVER_MEMORY,
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",
