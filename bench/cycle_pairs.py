@@ -33,8 +33,9 @@ of history), one warm-up cycle runs, then ``--pairs`` pairs of blocks, one block
 block is two cycles of one side and only its second is timed: a cycle leaves Delta snapshots read
 or unread for the next one, so a timed cycle follows one of its own side. The order inside a pair
 alternates. Before every cycle ``--new`` events land in bronze for all the games, so both sides
-build the same amount. Each pair's two timed cycles and their ratio are printed and appended,
-with the machine and date, to the comparison's results file.
+build the same amount. Each pair's two timed cycles, their ratio and the refresh upkeep's part
+of each (compaction, vacuum and checkpoints, which come rarely and land in one side's cycle) are
+printed and appended, with the machine and date, to the comparison's results file.
 """
 
 from __future__ import annotations
@@ -169,7 +170,8 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
     watch = BronzeWatch(bronze, ReaderMarks(root / "warehouse" / "spark" / "silver.db"))
     runner = WarmDbt(project, project / "profiles", parses=0)
 
-    def cycle(side: str) -> float:
+    def cycle(side: str) -> tuple[float, float]:
+        """One cycle of ``side``: its wall time and, of it, the upkeep's (compact, vacuum, checkpoint)."""
         _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, state["games"], 0.01))
         state["next_id"] += new
         confs = comparison.confs.get(side, {})
@@ -179,7 +181,9 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
             spark.conf.set(key, value)
         os.environ.update(environ)
         try:
-            took, results, _ = _cycle(runner, spark, None, "refresh", watch, new, **comparison.sides[side])
+            took, results, upkeep = _cycle(
+                runner, spark, None, "refresh", watch, new, **comparison.sides[side]
+            )
         finally:
             for key in confs:
                 spark.conf.unset(key)
@@ -188,19 +192,23 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
         failed = [r.node.name for r in results if r.status not in ("success", "pass")]
         if failed:
             raise SystemExit(f"the cycle failed: {failed}")
-        return took
+        return took, _upkeep_seconds(upkeep)
 
     sides = list(comparison.sides)
     try:
         cycle(sides[0])  # warm-up
         measured = []
         for pair in range(pairs):
-            times = {}
+            times, upkeeps = {}, {}
             for side in sides if pair % 2 == 0 else reversed(sides):
                 cycle(side)  # the block's first: it follows the other side
-                times[side] = cycle(side)
-            print(f"pair {pair + 1}: " + ", ".join(f"{s} {times[s]:.1f} s" for s in sides), flush=True)
-            measured.append(times)
+                times[side], upkeeps[side] = cycle(side)
+            print(
+                f"pair {pair + 1}: "
+                + ", ".join(f"{s} {times[s]:.1f} s (upkeep {upkeeps[s]:.1f} s)" for s in sides),
+                flush=True,
+            )
+            measured.append(times | {_upkeep_key(s): upkeeps[s] for s in sides})
         if comparison.pools:  # the pools the scheduler made: the threads' own, beside "default"
             made = spark.sparkContext._jsc.sc().getAllPools()
             names = sorted(made.apply(i).name() for i in range(made.size()))
@@ -212,18 +220,28 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
     return measured
 
 
+def _upkeep_key(side: str) -> str:
+    return f"{side}: upkeep"
+
+
+def _upkeep_seconds(done: Any) -> float:
+    """The upkeep's share of a cycle: a rare compaction or checkpoint lands in one side's cycle."""
+    return 0.0 if done is None else done.compact_seconds + done.vacuum_seconds + done.checkpoint_seconds
+
+
 def report(comparison: Comparison, games: int, new: int, measured: list[dict[str, float]]) -> list[str]:
     change, before = list(comparison.sides)
     lines = [
         f"{games} games, {new:,} new events for all of them before each cycle; blocks of two warm "
         "cycles of one side in turn, each block's second timed",
         "",
-        f"| pair | {change} s | {before} s | ratio |",
-        "|---:|---:|---:|---:|",
+        f"| pair | {change} s | {before} s | ratio | of them upkeep s |",
+        "|---:|---:|---:|---:|---:|",
     ]
     ratios = [t[change] / t[before] for t in measured]
     for i, (times, ratio) in enumerate(zip(measured, ratios, strict=True), start=1):
-        lines.append(f"| {i} | {times[change]:.1f} | {times[before]:.1f} | {ratio:.2f} |")
+        upkeep = f"{times[_upkeep_key(change)]:.1f} / {times[_upkeep_key(before)]:.1f}"
+        lines.append(f"| {i} | {times[change]:.1f} | {times[before]:.1f} | {ratio:.2f} | {upkeep} |")
     lines += [
         "",
         f"- median: {statistics.median(t[change] for t in measured):.1f} s {change}, "
