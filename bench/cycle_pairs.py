@@ -1,7 +1,7 @@
 """A change to the refresh cycle, measured in pairs: warm refresh cycles with and without it, in
 turn, in one Spark session.
 
-    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|histogram|one-statement
+    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|gold-interpreted|histogram|one-statement
                                 [--games 5] [--pairs 4] [--new 6000]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
@@ -25,6 +25,10 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   (macros/project/lean_incremental.sql), against dbt-spark's path for every incremental model (a
   temporary view of the query and ``describe``s of it and of the table before the statement,
   ``GAMELAKE_INCREMENTAL=dbt-spark``); gold on 2 threads on both sides, as the refresh runs;
+* ``gold-interpreted``: gold's step (after silver's, on 2 threads) run interpreted whatever the
+  cycle's size, against the refresh, which runs the whole cycle compiled from 100,000 new rows
+  (ingest/ops/codegen_mode.py): gold reads silver's new rows but writes a few rows a player or
+  a day, and a compiled statement pays its code generation first;
 * ``histogram``: the refresh with Delta's file size histogram left out of each snapshot's state
   (``spark.databricks.delta.fileSizeHistogramMetrics.enabled=false``), against Delta's default.
 
@@ -129,6 +133,16 @@ COMPARISONS = {
         " one-statement)\n",
         {"one statement (the project's)": {"gold_threads": 2}, "dbt-spark's path": {"gold_threads": 2}},
         environ={"dbt-spark's path": {"GAMELAKE_INCREMENTAL": "dbt-spark"}},
+    ),
+    "gold-interpreted": Comparison(
+        "Warm refresh cycles with gold's step interpreted, and compiled or not as the cycle's size says",
+        RESULTS_DIR / "gold_codegen_pairs.md",
+        "# Gold's step interpreted whatever the cycle's size, paired (bench/cycle_pairs.py --compare"
+        " gold-interpreted)\n",
+        {
+            "gold interpreted": {"gold_threads": 2, "gold_interpreted": True},
+            "gold as the cycle (the refresh)": {"gold_threads": 2},
+        },
     ),
     "histogram": Comparison(
         "Warm refresh cycles without and with Delta's file size histogram in each snapshot's state",

@@ -212,6 +212,7 @@ def _cycle(
     second: Callable[[list[str]], list[str]] = after_slice_args,
     facts: bool = True,
     gold_threads: int = 1,
+    gold_interpreted: bool = False,
 ) -> tuple[float, list[Any], UpkeepDone | None]:
     """One cycle as ``cycle`` says: its wall time, the results of every node it ran, and what the
     refresh's upkeep after it did (lakehouse_upkeep, under the same lock). Given the
@@ -219,7 +220,8 @@ def _cycle(
     ``second`` makes its second invocation's arguments from the selection, ``facts``
     says whether the cycle's facts are handed over (ingest/ops/cycle_facts.py), as `ingest
     refresh` does, and ``gold_threads`` above 1 splits the second step into silver on one
-    thread and gold on that many, as `ingest refresh --gold-threads` does (``second`` unused)."""
+    thread and gold on that many, as `ingest refresh --gold-threads` does (``second`` unused);
+    ``gold_interpreted`` runs that gold step interpreted whatever the cycle's size."""
     if rows is not None and cycle == "refresh":
         set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
@@ -243,6 +245,8 @@ def _cycle(
                 def before_gold() -> None:
                     watch.hand_table_versions_to(spark)
                     hand_gold_step()
+                    if gold_interpreted:
+                        set_mode(spark, True)
 
                 def invoke(*args: str) -> Any:
                     _, step = _invoke(project, recorder, *args)
