@@ -150,6 +150,7 @@ def _slice_summary(spark: Any) -> tuple[int, int]:
 class _Outcomes:
     builds_failed: int = 0
     last_success: float | None = None
+    gold_classes: int | None = None  # generated classes this build's gold step compiled
 
 
 _OUTCOMES = _Outcomes()
@@ -244,13 +245,20 @@ def _build_locked(
     log.info("refresh: building %s", " ".join(selection))
     # what the models would ask Spark one by one, read once for the games built
     with handing_cycle_facts(spark, tables_dir, readers, LOCK_HELD_VAR in given) as hand_gold_step:
+        gold_began: list[int] = []  # classes compiled when the gold step began
 
         def before_gold() -> None:
             watch.hand_table_versions_to(spark)
             hand_gold_step()  # after the versions: it reads silver's batches up to them
+            # gold writes a few rows a player or a day: generating code for its plans cost a
+            # 140,000-row cycle 8 s and saved nothing at 590,000 (bench/results/gold_codegen_pairs.md)
+            set_mode(spark, True)
+            gold_began.append(classes_compiled(spark))
 
         # the same vars: a change would re-parse
         ok = build_after_slice(_DBT.invoke, selection, bound, gold_threads, before_gold=before_gold)
+        if gold_began:  # counted before the upkeep, whose compaction runs compiled
+            _OUTCOMES.gold_classes = classes_compiled(spark) - gold_began[0]
     return Written(tuple(readers.games_to_build()), readers.quarantine_to_build()) if ok else None
 
 
@@ -288,6 +296,7 @@ def build_once(
     run_interpreted = size.runs_interpreted()
     set_mode(spark, run_interpreted)
     compiled_before = classes_compiled(spark)
+    _OUTCOMES.gold_classes = None
     if max_rows:
         watch.hand_rows_to(spark)
     watch.hand_versions_to(spark)  # marks and versions, read once from the Delta logs
@@ -302,18 +311,21 @@ def build_once(
         return None
     covered, new_rows = _slice_summary(spark)
     generated = classes_compiled(spark) - compiled_before
+    gold = _OUTCOMES.gold_classes
+    in_gold = "no gold step" if gold is None else f"{gold} in gold's step, interpreted"
     watch.forget_up_to(covered)
     BUILT_VERSION.set(covered)
     LAST_SUCCESS.set(time.time())
     _OUTCOMES.last_success = time.time()
     log.info(
         "refresh: build ok in %.1f s, bronze version %d, %d new bronze rows, %s, "
-        "generated classes compiled: %d",
+        "generated classes compiled: %d (%s)",
         took,
         covered,
         new_rows,
         "interpreted" if run_interpreted else "compiled",
         generated,
+        in_gold,
         extra={
             "event": "refresh_build",
             "seconds": round(took, 1),

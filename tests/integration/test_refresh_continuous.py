@@ -186,6 +186,11 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     assert DeltaTable(str(lock)).to_pyarrow_table().num_rows == 0, "the refresh left its lock behind"
 
 
+def _wait_for_build_of(version: int) -> None:
+    built = "gamelake_refresh_bronze_version"
+    wait_until(lambda: _scrape(built).get(built, -1) >= version, 300, f"a build of bronze version {version}")
+
+
 def _hold_lock(warehouse: Path, holder: str) -> Path:
     """The build lock's row written as another build's, with delta-rs."""
     lock = warehouse / "spark" / "silver.db" / "gamelake_build_lock"
@@ -205,3 +210,36 @@ def _versions(warehouse: Path, game: str) -> dict[str, int]:
         },
     }
     return {name: DeltaTable(str(path)).version() for name, path in tables.items()}
+
+
+def test_a_compiled_cycle_builds_gold_interpreted(tmp_path: Path) -> None:
+    # --interpreted-below-rows 0: every cycle is compiled, however small; its gold step is not
+    place = support.refresh_place(tmp_path, GAMES, _SCHEMA)
+    writer = support.BronzeWriter(random.Random(11))
+    write_deltalake(str(place.bronze), _bronze_batch(writer, 12, BUSY), mode="append")
+    log = (tmp_path / "refresh.log").open("w")
+    command = ["refresh", "--continuous", "--min-interval", "1", "--interpreted-below-rows", "0"]
+    refresh = subprocess.Popen(
+        [sys.executable, "-m", "ingest.cli", *command, "--metrics-port", str(METRICS_PORT)],
+        cwd=place.project,
+        env=place.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        _wait_for_build_of(DeltaTable(str(place.bronze)).version())  # the first build is whole
+        write_deltalake(str(place.bronze), _bronze_batch(writer, 12, BUSY), mode="append")
+        _wait_for_build_of(DeltaTable(str(place.bronze)).version())  # a cycle: slice, silver, gold
+    finally:
+        refresh.send_signal(signal.SIGTERM)
+        code = refresh.wait(240)
+        log.close()
+    output = (tmp_path / "refresh.log").read_text()
+    assert code == 0, output[-3000:]
+    builds = re.findall(r"build ok .*, (\w+), generated classes compiled: (\d+) \(([^)]*)\)", output)
+    assert builds[0] == ("compiled", builds[0][1], "no gold step"), builds
+    mode, classes, in_gold = builds[1]
+    assert mode == "compiled" and in_gold.endswith(" in gold's step, interpreted"), builds
+    # interpreted, Spark still compiles a few classes of its own (Delta's log state): a tenth, as
+    # the interpreted cycles of the test above
+    assert int(in_gold.split()[0]) < int(classes) / 10, f"{builds}: gold's step generated its code"
