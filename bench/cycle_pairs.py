@@ -1,7 +1,8 @@
 """A change to the refresh cycle, measured in pairs: warm refresh cycles with and without it, in
 turn, in one Spark session.
 
-    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|gold-interpreted|histogram|one-statement
+    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|
+                                          gold-interpreted|histogram|one-statement
                                 [--games 5] [--pairs 4] [--new 6000]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:

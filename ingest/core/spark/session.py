@@ -56,7 +56,8 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR, lakehouse: str | None = None
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(spark_warehouse(warehouse)),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home} -Dlog4j2.configurationFile={LOG_SETTINGS}",
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}"
+        f" -Dlog4j2.configurationFile={LOG_SETTINGS}",
         "spark.driver.memory": SPARK_DRIVER_MEMORY,
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",
