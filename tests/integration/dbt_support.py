@@ -15,8 +15,10 @@ import os
 import random
 import re
 import shutil
+import signal
 import socketserver
 import subprocess
+import sys
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -162,6 +164,25 @@ class RefreshPlace:
     def table(self, name: str) -> TableLocation:
         """dbt's table ``schema.name``."""
         return self.tables.child(name.replace(".", ".db/", 1))
+
+
+@contextlib.contextmanager
+def refresh_running(place: RefreshPlace, log_path: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``ingest refresh --continuous`` with ``args`` on ``place``, its output in ``log_path``;
+    stopped with SIGTERM after the block, as a service manager stops it (its ``returncode`` then)."""
+    with log_path.open("w") as log:
+        refresh = subprocess.Popen(
+            [sys.executable, "-m", "ingest.cli", "refresh", "--continuous", *args],
+            cwd=place.project,
+            env=place.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            yield refresh
+        finally:
+            refresh.send_signal(signal.SIGTERM)
+            refresh.wait(240)
 
 
 def refresh_place(

@@ -12,9 +12,6 @@ import html
 import itertools
 import random
 import re
-import signal
-import subprocess
-import sys
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,6 +29,7 @@ from tests.integration.ingest_support import wait_until
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 METRICS_PORT = 9391
+_FLAGS = ("--min-interval", "1", "--metrics-port", str(METRICS_PORT))
 GAMES = {"alpha": True, "beta": True, "quiet": True}
 BUSY = ["alpha", "beta"]  # quiet gets events in the first batches only
 
@@ -93,27 +91,10 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     for _ in range(3):
         write_deltalake(str(bronze), _bronze_batch(writer, 21, list(GAMES)), mode="append")
 
-    log = (tmp_path / "refresh.log").open("w")
     # bounded by rows: 2 of the 10-row versions below (the version bound alone would allow 3)
-    command = ["refresh", "--continuous", "--min-interval", "1", "--max-versions-per-build", "3"]
-    command += ["--max-rows-per-build", "20"]
-    command += ["--metrics-port", str(METRICS_PORT)]
-    refresh = subprocess.Popen(
-        [sys.executable, "-m", "ingest.cli", *command],
-        cwd=project,
-        env=place.env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        first = DeltaTable(str(bronze)).version()
-        wait_until(
-            lambda: (
-                _scrape("gamelake_refresh_bronze_version").get("gamelake_refresh_bronze_version", -1) >= first
-            ),
-            300,
-            "the first build to cover bronze",
-        )
+    bounds = ["--max-versions-per-build", "3", "--max-rows-per-build", "20"]
+    with support.refresh_running(place, tmp_path / "refresh.log", *_FLAGS, *bounds) as refresh:
+        _wait_for_build_of(DeltaTable(str(bronze)).version())
         quiet_versions, alpha_versions = _versions(warehouse, "quiet"), _versions(warehouse, "alpha")
         # an analyst's build holds the lock: the refresh is refused, naming it, until it is released
         lock = _hold_lock(warehouse, "analyst-build")
@@ -147,12 +128,8 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
         assert dom.count("<svg") == len(DASHBOARD_PANELS)
         assert all(html.escape(panel.title) in dom for panel in DASHBOARD_PANELS)
         screenshot(dashboard, PROJECT_DIR / ".cache" / "screenshots" / "dashboard-refresh.png")
-    finally:
-        refresh.send_signal(signal.SIGTERM)
-        code = refresh.wait(240)
-        log.close()
     output = (tmp_path / "refresh.log").read_text()
-    assert code == 0, output[-3000:]
+    assert refresh.returncode == 0, output[-3000:]
     assert re.search(r"refresh: stopped by SIGTERM after \d+ builds", output), output[-3000:]
     assert output.count("Using incubator modules") == 1, "more than one JVM for the builds"
     # every build replaces the slice: expected, so no snapshot dumps or stack traces for it
@@ -217,25 +194,13 @@ def test_a_compiled_cycle_builds_gold_interpreted(tmp_path: Path) -> None:
     place = support.refresh_place(tmp_path, GAMES, _SCHEMA)
     writer = support.BronzeWriter(random.Random(11))
     write_deltalake(str(place.bronze), _bronze_batch(writer, 12, BUSY), mode="append")
-    log = (tmp_path / "refresh.log").open("w")
-    command = ["refresh", "--continuous", "--min-interval", "1", "--interpreted-below-rows", "0"]
-    refresh = subprocess.Popen(
-        [sys.executable, "-m", "ingest.cli", *command, "--metrics-port", str(METRICS_PORT)],
-        cwd=place.project,
-        env=place.env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    compiled = ["--interpreted-below-rows", "0"]
+    with support.refresh_running(place, tmp_path / "refresh.log", *_FLAGS, *compiled) as refresh:
         _wait_for_build_of(DeltaTable(str(place.bronze)).version())  # the first build is whole
         write_deltalake(str(place.bronze), _bronze_batch(writer, 12, BUSY), mode="append")
         _wait_for_build_of(DeltaTable(str(place.bronze)).version())  # a cycle: slice, silver, gold
-    finally:
-        refresh.send_signal(signal.SIGTERM)
-        code = refresh.wait(240)
-        log.close()
     output = (tmp_path / "refresh.log").read_text()
-    assert code == 0, output[-3000:]
+    assert refresh.returncode == 0, output[-3000:]
     builds = re.findall(r"build ok .*, (\w+), generated classes compiled: (\d+) \(([^)]*)\)", output)
     assert builds[0] == ("compiled", builds[0][1], "no gold step"), builds
     mode, classes, in_gold = builds[1]

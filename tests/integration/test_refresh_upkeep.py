@@ -16,9 +16,6 @@ from __future__ import annotations
 
 import json
 import random
-import signal
-import subprocess
-import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -58,33 +55,22 @@ def test_the_refresh_compacts_and_vacuums_what_its_builds_wrote(
     place.append_to_bronze(support.arrow_bronze(batches[0], 4))
 
     log_path = tmp_path / "refresh.log"
-    command = ["refresh", "--continuous", "--min-interval", "0", "--max-versions-per-build", "1"]
-    command += ["--compact-files", "2", "--vacuum-hours", "0", "--checkpoint-commits", "2"]
-    command += ["--metrics-port", "0"]
+    flags = ["--min-interval", "0", "--max-versions-per-build", "1"]
+    flags += ["--compact-files", "2", "--vacuum-hours", "0", "--checkpoint-commits", "2"]
+    flags += ["--metrics-port", "0"]
     upkeeps = lambda: log_path.read_text().count("refresh: upkeep of")  # noqa: E731
-    with log_path.open("w") as log:
-        refresh = subprocess.Popen(
-            [sys.executable, "-m", "ingest.cli", *command],
-            cwd=place.project,
-            env=place.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
+    with support.refresh_running(place, log_path, *flags) as refresh:
+        wait_until(lambda: upkeeps() == 1, 400, "the first build (the whole project) and its upkeep")
+        for batch in batches[1:]:  # alpha's batches, read one bronze version a build
+            place.append_to_bronze(support.arrow_bronze(batch, 4))
+        last = place.bronze.delta_table().version()
+        wait_until(
+            lambda: f"bronze version {last}," in log_path.read_text() and upkeeps() >= ALPHA_BATCHES + 1,
+            600,
+            "a build of each of alpha's bronze versions, each followed by its upkeep",
         )
-        try:
-            wait_until(lambda: upkeeps() == 1, 400, "the first build (the whole project) and its upkeep")
-            for batch in batches[1:]:  # alpha's batches, read one bronze version a build
-                place.append_to_bronze(support.arrow_bronze(batch, 4))
-            last = place.bronze.delta_table().version()
-            wait_until(
-                lambda: f"bronze version {last}," in log_path.read_text() and upkeeps() >= ALPHA_BATCHES + 1,
-                600,
-                "a build of each of alpha's bronze versions, each followed by its upkeep",
-            )
-        finally:
-            refresh.send_signal(signal.SIGTERM)
-            code = refresh.wait(240)
     output = log_path.read_text()
-    assert code == 0, output[-3000:]
+    assert refresh.returncode == 0, output[-3000:]
     assert "failed" not in output.split("refresh: build ok", 1)[1], output[-3000:]
 
     rows = [row for batch in batches for row in batch]
