@@ -17,6 +17,7 @@ from ingest.landing.delta.table_location import TableLocation
 from ingest.ops import refresh_command
 from ingest.ops.bronze_marks import HANDED_CONF, MARK, MARKED_AT, ReaderMarks
 from ingest.ops.bronze_watch import BRONZE_RELATION, VERSIONS_CONF, BronzeWatch
+from ingest.ops.codegen_mode import FACTORY_MODE, WHOLE_STAGE
 from ingest.ops.refresh_selection import ANY_GAME, SliceReaders
 from tests.unit.conf_session import ConfSession
 
@@ -79,8 +80,10 @@ def test_a_refresh_cycle_hands_its_gold_step_silvers_new_version_and_not_its_mar
     )
     monkeypatch.setattr(refresh_command, "_DBT", SimpleNamespace(invoke=invoke))
     monkeypatch.setattr(refresh_command, "read_slice_readers", lambda _: slice_readers)
+    monkeypatch.setattr(refresh_command, "classes_compiled", lambda _: 0)  # no JVM to ask here
     tables = TableLocation.of(tmp_path)
     assert refresh_command._build_locked(spark, watch, tables, {}, whole=False, gold_threads=2) is not None
 
     assert json.loads(at_gold[VERSIONS_CONF]) == {SILVER: 1, BRONZE_RELATION: 0}
     assert at_gold[HANDED_CONF] == marks_before, "the marks were read again before the gold step"
+    assert at_gold[WHOLE_STAGE] == "false" and at_gold[FACTORY_MODE] == "NO_CODEGEN", "gold compiled"
