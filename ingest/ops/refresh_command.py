@@ -333,6 +333,7 @@ def build_once(
             "new_rows": new_rows,
             "interpreted": run_interpreted,
             "generated_classes": generated,
+            "gold_generated_classes": gold,
         },
     )
     return covered

@@ -2,7 +2,7 @@
 -- Checkpoints as silver's and gold's (dbt_project.yml; ingest/ops/lakehouse_checkpoints.py).
 -- File statistics for bronze_version alone: its readers prune by game_slug's partition and find
 -- the bounds row by bronze_version's null count; statistics on all 30 columns cost about a
--- quarter of the slice's write (bench/results/slice_write.md).
+-- sixth of the slice's write (0.83x without them: bench/results/slice_write.md).
 {{ config(
     materialized='table',
     partition_by=['game_slug'],
