@@ -11,7 +11,8 @@ once under .cache/bench-profile and reused. Then, in one process and one Spark s
 continuous refresh runs it: ``--new`` events land in bronze (for the first ``--active`` games of
 the seed, default all) and a cycle warms the session; more events land and the profiled cycle
 runs. ``--cycle refresh`` (the default) is the continuous refresh's cycle: the slice, then only
-the games with rows in it (ingest/ops/refresh_selection.py); ``--cycle build`` is a plain
+the games with rows in it (ingest/ops/refresh_selection.py), silver's step on one thread and gold's
+on the refresh's default threads, interpreted whatever the cycle's size; ``--cycle build`` is a plain
 ``dbt build`` of everything. ``--parse once`` (the default) parses the project once and hands
 dbt the manifest, as the refresh does (ingest/ops/warm_dbt.py); ``each`` lets every invocation
 load it; both in one run give the ratio. dbt's events (``SQLQuery`` and ``SQLQueryStatus``, by
@@ -56,7 +57,7 @@ from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.codegen_mode import set_mode
 from ingest.ops.cycle_facts import handing_cycle_facts
 from ingest.ops.lakehouse_upkeep import UpkeepDone, UpkeepPolicy, Written, upkeep_written
-from ingest.ops.refresh_command import CycleSize, cycle_lock
+from ingest.ops.refresh_command import DEFAULT_GOLD_THREADS, CycleSize, cycle_lock
 from ingest.ops.refresh_selection import (
     SLICE_MODEL,
     after_slice_args,
@@ -307,7 +308,17 @@ def profile(
         cpu_before = _cpu_seconds(spark)
         if python_profile and round_ == "profiled":
             python.enable()
-        took, results, upkeep = _cycle(runner, spark, recorder, cycle, watch, new)
+        # as `ingest refresh` runs it: silver on one thread, then gold on its threads, interpreted
+        took, results, upkeep = _cycle(
+            runner,
+            spark,
+            recorder,
+            cycle,
+            watch,
+            new,
+            gold_threads=DEFAULT_GOLD_THREADS,
+            gold_interpreted=True,
+        )
         python.disable()
         cpu_after = _cpu_seconds(spark)
     after = _log_versions(root / "warehouse")
