@@ -78,16 +78,21 @@ def spark_cluster_running(root: Path) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def local_spark(warehouse: Path) -> Iterator[Any]:
+def local_spark(warehouse: Path, interpreted: bool = False) -> Iterator[Any]:
     """The project's local Spark session on ``warehouse``, for dbt's session profile, with the
-    environment that would point dbt elsewhere removed; stopped after."""
+    environment that would point dbt elsewhere removed; stopped after. ``interpreted``: its
+    statements run interpreted, as the refresh runs a cycle of a test's few rows
+    (ingest/ops/codegen_mode.py), which takes a warm build a quarter less time."""
     from ingest.core.spark.session import local_session
+    from ingest.ops.codegen_mode import set_mode
 
     with pytest.MonkeyPatch.context() as env:
         for name in ("GAMELAKE_BRONZE_PATH", "GAMELAKE_DBT_TARGET", "GAMELAKE_DBT_SCHEMA"):
             env.delenv(name, raising=False)
         env.setenv("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
         spark = local_session(warehouse)
+        if interpreted:
+            set_mode(spark, True)
         try:
             yield spark
         finally:

@@ -26,7 +26,6 @@ from ingest.games import model_files as games
 from ingest.ops import docs_site
 from ingest.ops.bronze_marks import HANDED_CONF, BronzeMark, ReaderMarks, bronze_mark, committed_mark
 from ingest.ops.bronze_watch import VERSIONS_CONF, BronzeWatch
-from ingest.ops.codegen_mode import set_mode
 from ingest.ops.cycle_facts import GOLD_MARKS_CONF, handing_cycle_facts
 from ingest.ops.refresh_selection import (
     after_slice_args,
@@ -80,10 +79,8 @@ class Lake(support.ProjectLake):
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
     root = tmp_path_factory.mktemp("dbt")
-    with support.local_spark(root / "warehouse") as spark:
-        # interpreted, as the refresh runs a cycle this small (ingest/ops/codegen_mode.py): the
-        # module's warm builds take a quarter less; test_refresh_continuous.py runs one compiled
-        set_mode(spark, run_interpreted=True)
+    # test_refresh_continuous.py runs a cycle compiled
+    with support.local_spark(root / "warehouse", interpreted=True) as spark:
         lake = Lake(root, spark)
         try:
             yield lake

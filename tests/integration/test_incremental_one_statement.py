@@ -70,7 +70,7 @@ class Project(support.ProjectLake):
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     root = tmp_path_factory.mktemp("one-statement")
-    with support.local_spark(root / "warehouse") as spark:
+    with support.local_spark(root / "warehouse", interpreted=True) as spark:
         yield Project(root, spark)
 
 

@@ -67,7 +67,7 @@ def _unit_tests_run(result: Any) -> list[str]:
 def test_unit_tests_run_until_they_pass_on_a_parse_and_again_on_the_next(tmp_path: Path) -> None:
     writer = support.BronzeWriter(random.Random(3))
     now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-    with support.local_spark(tmp_path / "warehouse") as spark:
+    with support.local_spark(tmp_path / "warehouse", interpreted=True) as spark:
         lake = support.ProjectLake(tmp_path, spark)
         support.write_seed(lake.project, {"alpha": True})
         games.sync(lake.project)
