@@ -1,15 +1,18 @@
 """``make run``'s dbt part on a fresh lakehouse: ``ingest dbt-build`` (seed, build, docs and the
 summary, one JVM) on the bronze a ``make run`` landed, silver and gold not yet made.
 
-    python -m bench.first_build [--rounds 3] [--vs REV] [--bronze DIR]
+    python -m bench.first_build [--rounds 3] [--vs REV | --vs-compiled] [--bronze DIR]
 
 Each run gets a fresh lakehouse folder (``GAMELAKE_WAREHOUSE_DIR``: a new Derby metastore, no
 silver or gold) with a copy of the saved bronze table, and runs the command as ``make run`` does,
 in a process of its own. The saved bronze is the ``warehouse/bronze/game_events`` of this
 checkout's last ``make run`` (20,000 events), copied once to .cache/bench-first-build. With
 ``--vs REV`` the revision REV runs in a scratch worktree with this checkout's venv, in turns with
-this checkout (A B A B ...), and the ratio is taken pair by pair. The step times the command
-prints (build, docs) and the process's wall time are appended to bench/results/timings.md.
+this checkout (A B A B ...), and the ratio is taken pair by pair. ``--vs-compiled`` pairs this
+checkout against itself with the build's statements compiled whatever bronze's size (the command
+runs a bronze under 100,000 rows interpreted, ingest/ops/codegen_mode.py). The step times the
+command prints (build, docs) and the process's wall time are appended to
+bench/results/first_build.md.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ingest.core.settings.paths import PROJECT_DIR
 SAVED = PROJECT_DIR / ".cache" / "bench-first-build" / "bronze"
 RESULTS = PROJECT_DIR / "bench" / "results" / "first_build.md"
 HEADING = "# make run's dbt part on a fresh lakehouse\n"
+COMPILED_SIDE = "compiled"
 STEPS = re.compile(r"dbt: build \([^)]*\) ([\d.]+)s, docs ([\d.]+)s")
 
 
@@ -65,8 +69,16 @@ def checkout(rev: str | None) -> Iterator[Path]:
         )
 
 
-def one_run(home: Path, bronze: Path) -> dict[str, float]:
-    """``ingest dbt-build`` of ``home`` on a fresh lakehouse: its wall time and its printed steps."""
+# `ingest dbt-build` with its choice of mode replaced: compiled whatever bronze's size
+COMPILED = (
+    "import sys, ingest.ops.dbt_build_command as build; "
+    "build.interpreted = lambda rows, *rest: False; sys.exit(build.run())"
+)
+
+
+def one_run(home: Path, bronze: Path, compiled: bool = False) -> dict[str, float]:
+    """``ingest dbt-build`` of ``home`` on a fresh lakehouse (``compiled``: forced to run its
+    statements compiled): its wall time and its printed steps."""
     with tempfile.TemporaryDirectory(prefix="first-build-") as lakehouse:
         shutil.copytree(bronze, Path(lakehouse) / "bronze" / "game_events")
         env = {
@@ -77,7 +89,7 @@ def one_run(home: Path, bronze: Path) -> dict[str, float]:
         }
         started = time.monotonic()
         done = subprocess.run(
-            [sys.executable, "-m", "ingest.ops.dbt_build_command"],
+            [sys.executable, *(["-c", COMPILED] if compiled else ["-m", "ingest.ops.dbt_build_command"])],
             cwd=home,
             env=env,
             capture_output=True,
@@ -92,14 +104,18 @@ def one_run(home: Path, bronze: Path) -> dict[str, float]:
     return {"wall": wall, "build": build, "docs": docs, "dbt": build + docs}
 
 
-def measure(rounds: int, bronze: Path, rev: str | None) -> list[dict[str, dict[str, float]]]:
+def measure(
+    rounds: int, bronze: Path, rev: str | None, vs_compiled: bool = False
+) -> list[dict[str, dict[str, float]]]:
     measured = []
     with checkout(rev) as other:
-        sides = {"this checkout": PROJECT_DIR} | ({rev: other} if rev else {})
+        sides = {"this checkout": (PROJECT_DIR, False)} | ({rev: (other, False)} if rev else {})
+        if vs_compiled:
+            sides[COMPILED_SIDE] = (PROJECT_DIR, True)
         for round_no in range(1, rounds + 1):
             row = {}
-            for name, home in sides.items():
-                row[name] = one_run(home, bronze)
+            for name, (home, compiled) in sides.items():
+                row[name] = one_run(home, bronze, compiled)
                 print(
                     f"round {round_no}, {name}: " + ", ".join(f"{k} {v:.1f} s" for k, v in row[name].items())
                 )
@@ -107,7 +123,7 @@ def measure(rounds: int, bronze: Path, rev: str | None) -> list[dict[str, dict[s
     return measured
 
 
-def report(measured: list[dict[str, dict[str, float]]], rev: str | None) -> list[str]:
+def report(measured: list[dict[str, dict[str, float]]], other: str | None) -> list[str]:
     names = list(measured[0])
     head = "| round | " + " | ".join(f"{n}: build s | docs s | process s" for n in names) + " |"
     lines = ["", head, "|---:|" + "---:|---:|---:|" * len(names)]
@@ -121,10 +137,11 @@ def report(measured: list[dict[str, dict[str, float]]], rev: str | None) -> list
         dbt = statistics.median(row[name]["dbt"] for row in measured)
         wall = statistics.median(row[name]["wall"] for row in measured)
         lines.append(f"- {name}: median dbt part (build + docs) {dbt:.1f} s, whole process {wall:.1f} s")
-    if rev:
-        ratios = [row["this checkout"]["dbt"] / row[rev]["dbt"] for row in measured]
+    if other:
+        ratios = [row["this checkout"]["dbt"] / row[other]["dbt"] for row in measured]
         lines.append(
-            f"- this checkout against {rev}, dbt part, pair by pair: " + ", ".join(f"{r:.2f}" for r in ratios)
+            f"- this checkout against {other}, dbt part, pair by pair: "
+            + ", ".join(f"{r:.2f}" for r in ratios)
         )
         lines.append(f"- median ratio {statistics.median(ratios):.2f}")
     return lines
@@ -135,15 +152,18 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--vs", metavar="REV", help="a revision to run in turns with this checkout")
+    sides = parser.add_mutually_exclusive_group()
+    sides.add_argument("--vs", metavar="REV", help="a revision to run in turns with this checkout")
+    sides.add_argument("--vs-compiled", action="store_true", help="this checkout forced compiled, in turns")
     parser.add_argument("--bronze", type=Path, default=PROJECT_DIR / "warehouse" / "bronze" / "game_events")
     args = parser.parse_args(argv)
     bronze = saved_bronze(args.bronze)
-    measured = measure(args.rounds, bronze, args.vs)
+    measured = measure(args.rounds, bronze, args.vs, args.vs_compiled)
+    other = COMPILED_SIDE if args.vs_compiled else args.vs
     title = "ingest dbt-build on a fresh lakehouse, make run's 20,000 events" + (
-        f", against {args.vs}" if args.vs else ""
+        f", against {other}" if other else ""
     )
-    append_section(RESULTS, title, report(measured, args.vs), heading=HEADING)
+    append_section(RESULTS, title, report(measured, other), heading=HEADING)
     return 0
 
 
