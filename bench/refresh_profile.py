@@ -70,6 +70,7 @@ from ingest.ops.warm_dbt import WarmDbt
 RESULTS = PROJECT_DIR / "bench" / "results" / "refresh_profile.md"
 WORK = PROJECT_DIR / ".cache" / "bench-profile"
 HISTORY = 60_000
+SPREAD_MINUTES = 14.4  # a batch's event times, before --spread-minutes: a hundredth of a day
 
 # What a statement does, by the first pattern its text matches (dbt's query comment removed).
 KINDS = [
@@ -291,7 +292,13 @@ def open_lakehouse(games: int) -> tuple[Path, dict[str, Any], Any]:
 
 
 def profile(
-    games: int, new: int, active: int, cycle: str, parse: str, python_profile: bool = False
+    games: int,
+    new: int,
+    active: int,
+    cycle: str,
+    parse: str,
+    python_profile: bool = False,
+    spread_minutes: float = SPREAD_MINUTES,
 ) -> tuple[float, list[Node], dict[str, Any]]:
     root, state, spark = open_lakehouse(games)
     project = root / "project"
@@ -301,7 +308,7 @@ def profile(
     runner = WarmDbt(project, project / "profiles", parses=0 if parse == "once" else -1)
     python = cProfile.Profile()
     for round_ in ("warm", "profiled"):
-        _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, receiving, 0.01))
+        _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, receiving, spread_minutes / 1440))
         state["next_id"] += new
         before = _log_versions(root / "warehouse")
         recorder = Recorder()
@@ -510,6 +517,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--label", default="")
     parser.add_argument(
+        "--spread-minutes",
+        type=float,
+        default=SPREAD_MINUTES,
+        help="each batch's event times spread over this many minutes before it lands (live: under one)",
+    )
+    parser.add_argument(
         "--python-profile", action="store_true", help="also list dbt's Python functions by cumulative time"
     )
     parser.add_argument("--only", type=int, help=argparse.SUPPRESS)  # one games count, in this process
@@ -517,7 +530,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.only:
         took, nodes, hooks = profile(
-            args.only, args.new, args.active, args.cycle, args.parse[0], args.python_profile
+            args.only,
+            args.new,
+            args.active,
+            args.cycle,
+            args.parse[0],
+            args.python_profile,
+            args.spread_minutes,
         )
         report = _report(args.only, args.new, took, nodes, hooks, args.active, args.cycle, args.parse[0])
         args.out.write_text("\n".join(report) + "\n")
@@ -528,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"- machine: {platform.node() and 'vm'}, {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())}",
-        f"- {HISTORY:,} events of history; each build is the second in one Spark session (warm)",
+        f"- {HISTORY:,} events of history; each build is the second in one Spark session (warm); "
+        f"each batch's event times spread over the {args.spread_minutes:g} minutes before it lands",
         "",
     ]
     for games, parse in ((g, p) for g in args.games for p in args.parse):
@@ -549,6 +569,8 @@ def main(argv: list[str] | None = None) -> int:
             args.cycle,
             "--parse",
             parse,
+            "--spread-minutes",
+            str(args.spread_minutes),
             *(["--python-profile"] if args.python_profile else []),
         ]
         subprocess.run([*command, "--out", str(out)], check=True, cwd=PROJECT_DIR)
