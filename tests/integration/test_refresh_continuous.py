@@ -1,7 +1,8 @@
 """``ingest refresh --continuous`` on real Spark + Delta: it builds on new bronze versions, reads a
 backlog in bounded steps, keeps one warm session, runs a small cycle interpreted and a larger
 one's gold step interpreted, reports how far silver and gold trail bronze, and stops cleanly on
-SIGTERM.
+SIGTERM. Its upkeep compacts, vacuums and checkpoints what each build wrote, and nothing a reader
+relies on moves (tests/integration/upkeep_checks.py; on S3, test_refresh_upkeep.py).
 
 Bronze rows are written with delta-rs, as the ingest writes them, while the refresh process runs
 its own Spark: the two never share a JVM or a metastore.
@@ -16,6 +17,7 @@ import re
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -26,6 +28,7 @@ from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.refresh_command import DASHBOARD_PANELS
 from tests.integration import dbt_support as support
 from tests.integration.ingest_support import wait_until
+from tests.integration.upkeep_checks import UPKEEP_FLAGS, assert_upkept
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -36,9 +39,13 @@ BUSY = ["alpha", "beta"]  # quiet gets events in the first batches only
 _INTERPRETED_BELOW = 15  # rows: a cycle of fewer runs interpreted
 
 
-def _bronze_batch(writer: support.BronzeWriter, count: int, games: list[str]) -> pa.Table:
+def _bronze_batch(
+    writer: support.BronzeWriter, count: int, games: list[str], written: list[dict[str, Any]]
+) -> pa.Table:
+    """``count`` events of ``games`` in turn, also added to ``written``."""
     at = datetime.now(UTC).replace(tzinfo=None, microsecond=0) - timedelta(minutes=1)
     rows = [writer.event(games[i % len(games)], 4, at) for i in range(count)]
+    written += rows
     return pa.Table.from_pylist(rows, schema=_SCHEMA)
 
 
@@ -90,20 +97,22 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     place = support.refresh_place(tmp_path, GAMES, _SCHEMA)
     project, warehouse, bronze = place.project, place.warehouse, place.bronze
     writer = support.BronzeWriter(random.Random(7))
+    rows: list[dict[str, Any]] = []  # every event written, for the upkeep's checks
     for _ in range(3):
-        write_deltalake(str(bronze), _bronze_batch(writer, 21, list(GAMES)), mode="append")
+        write_deltalake(str(bronze), _bronze_batch(writer, 21, list(GAMES), rows), mode="append")
 
     # bounded by rows: 2 of the 10-row versions below (the version bound alone would allow 3)
     bounds = ["--max-versions-per-build", "3", "--max-rows-per-build", "20"]
     # cycles of 15 rows or more (the 20-row ones) run compiled, smaller ones interpreted
     modes = ["--interpreted-below-rows", str(_INTERPRETED_BELOW)]
-    with support.refresh_running(place, tmp_path / "refresh.log", *_FLAGS, *bounds, *modes) as refresh:
+    flags = [*_FLAGS, *bounds, *modes, *UPKEEP_FLAGS]
+    with support.refresh_running(place, tmp_path / "refresh.log", *flags) as refresh:
         _wait_for_build_of(DeltaTable(str(bronze)).version())
         quiet_versions, alpha_versions = _versions(warehouse, "quiet"), _versions(warehouse, "alpha")
         # an analyst's build holds the lock: the refresh is refused, naming it, until it is released
         lock = _hold_lock(warehouse, "analyst-build")
         for _ in range(4):  # a backlog of 4 versions, read 2 at a time (20 rows)
-            write_deltalake(str(bronze), _bronze_batch(writer, 10, BUSY), mode="append")
+            write_deltalake(str(bronze), _bronze_batch(writer, 10, BUSY, rows), mode="append")
         second = DeltaTable(str(bronze)).version()
         wait_until(
             lambda: "a dbt build (invocation analyst-build" in (tmp_path / "refresh.log").read_text(),
@@ -117,7 +126,7 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
             180,
             "a build triggered by the new bronze version",
         )
-        write_deltalake(str(bronze), _bronze_batch(writer, 4, BUSY), mode="append")
+        write_deltalake(str(bronze), _bronze_batch(writer, 4, BUSY, rows), mode="append")
         last = DeltaTable(str(bronze)).version()
         _wait_for_build_of(last)
         lags = _metric("gamelake_layer_lag_seconds")
@@ -151,8 +160,8 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
         for game in GAMES
     }
     assert sum(t.num_rows for t in silver.values()) == 107, "every bronze row reached silver once"
-    for game, rows in silver.items():
-        assert len(set(rows["event_id"].to_pylist())) == rows.num_rows, f"silver_{game} holds duplicates"
+    for game, table in silver.items():
+        assert len(set(table["event_id"].to_pylist())) == table.num_rows, f"silver_{game} holds duplicates"
     # a game without new events: no build, no commit, and it did not hold the slice back
     assert _versions(warehouse, "quiet") == quiet_versions
     assert "refresh: building silver_alpha+ silver_beta+ silver_quarantine+" in output, output[-3000:]
@@ -163,6 +172,8 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     assert dbt_log.count("build lock taken by invocation") == 1, "dbt's hooks took the lock after the first"
     assert dbt_log.count("build lock held by the caller, refresh-") >= len(covered) - 1 >= 1
     assert DeltaTable(str(lock)).to_pyarrow_table().num_rows == 0, "the refresh left its lock behind"
+    # alpha, with rows in each of the three builds after the first (two of the backlog, the last)
+    assert_upkept(place, output, rows, "alpha", "quiet", 3, last)
 
 
 def _wait_for_build_of(version: int) -> None:
