@@ -29,6 +29,8 @@ QUARANTINE = "silver_quarantine"
 ANY_GAME = "*"
 # the all-games gold check; the refresh leaves it to dbt build and dbt test
 GOLD_CHECK = "assert_gold_rows_valid"
+# the all-games silver check: every cycle runs it on the games it builds
+SILVER_CHECK = "assert_silver_new_rows_valid"
 _LEFT_TO_DBT_BUILD = ("--exclude", SLICE_MODEL, "tag:audit", GOLD_CHECK)
 _WENT_THROUGH = {"success", "pass", "warn", "no-op"}  # dbt's node statuses that stop nothing
 
@@ -147,9 +149,12 @@ def after_slice_args(selection: list[str]) -> list[str]:
 
 def silver_step_args(selection: list[str]) -> list[str]:
     """The second step's first half: the bronze readers of the selection and their checks, on
-    one thread (a reader's mark is a conf of the shared session: macros/medallion/session_threads.sql)."""
+    one thread (a reader's mark is a conf of the shared session: macros/medallion/session_threads.sql).
+    The silver check is named: its parents are every game's silver, so the project's indirect
+    selection (``buildable``) would leave it out of any cycle that builds fewer than all games."""
     readers = [chosen.removesuffix("+") for chosen in selection]
-    return ["build", "--select", *readers, *_LEFT_TO_DBT_BUILD, "--threads", "1"]
+    check = [SILVER_CHECK] if any(reader != QUARANTINE for reader in readers) else []
+    return ["build", "--select", *readers, *check, *_LEFT_TO_DBT_BUILD, "--threads", "1"]
 
 
 def gold_step_args(selection: list[str], threads: int, stopped: tuple[str, ...] = ()) -> list[str]:

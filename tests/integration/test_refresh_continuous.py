@@ -154,6 +154,8 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     covered = [int(v) for v in re.findall(r"refresh: build ok in \S+ s, bronze version (\d+)", output)]
     steps = [b - a for a, b in itertools.pairwise(covered) if b != a]
     _assert_compiled_where_it_pays(output)
+    # every build checked its new silver rows, the cycles that built two games of three too
+    assert output.count("START test assert_silver_new_rows_valid") == len(covered), output[-3000:]
     assert covered[-1] == last and steps and max(steps) <= 2, f"builds covered versions {covered}"
     silver = {
         game: DeltaTable(str(warehouse / "spark" / "silver.db" / f"silver_{game}")).to_pyarrow_table()

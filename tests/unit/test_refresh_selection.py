@@ -12,6 +12,7 @@ from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.refresh_selection import (
     ANY_GAME,
     GOLD_CHECK,
+    SILVER_CHECK,
     SLICE_MODEL,
     SliceReaders,
     after_slice_args,
@@ -84,6 +85,16 @@ def test_split_in_two_silver_builds_the_readers_alone_on_one_thread() -> None:
     assert args[:4] == ["build", "--select", "silver_alpha", "silver_quarantine"]
     assert args[-2:] == ["--threads", "1"]
     assert {SLICE_MODEL, "tag:audit", GOLD_CHECK} <= set(args)
+
+
+def test_split_in_two_silver_names_the_silver_check_whenever_a_game_builds() -> None:
+    # buildable indirect selection takes a test only when all its parents are selected: the
+    # check's parents are every game's silver, so a cycle of one game of two would drop it
+    args = silver_step_args(["silver_alpha+", "silver_quarantine+"])
+    assert SILVER_CHECK in args[args.index("--select") + 1 : args.index("--exclude")]
+    assert (PROJECT_DIR / "data-tests" / f"{SILVER_CHECK}.sql").is_file()
+    # a cycle with quarantine alone builds no game: nothing for the check to read
+    assert SILVER_CHECK not in silver_step_args(["silver_quarantine+"])
 
 
 def test_split_in_two_gold_builds_below_the_games_on_its_threads() -> None:
