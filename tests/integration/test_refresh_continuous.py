@@ -26,6 +26,7 @@ from gamelake_dev.screenshot import rendered_dom, screenshot
 
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.refresh_command import DASHBOARD_PANELS
+from ingest.ops.refresh_selection import SILVER_CHECK
 from tests.integration import dbt_support as support
 from tests.integration.ingest_support import wait_until
 from tests.integration.upkeep_checks import UPKEEP_FLAGS, assert_upkept
@@ -155,7 +156,7 @@ def test_continuous_refresh_follows_bronze_and_stops_cleanly(tmp_path: Path) -> 
     steps = [b - a for a, b in itertools.pairwise(covered) if b != a]
     _assert_compiled_where_it_pays(output)
     # every build checked its new silver rows, the cycles that built two games of three too
-    assert output.count("START test assert_silver_new_rows_valid") == len(covered), output[-3000:]
+    assert output.count(f"START test {SILVER_CHECK}") == len(covered), output[-3000:]
     assert covered[-1] == last and steps and max(steps) <= 2, f"builds covered versions {covered}"
     silver = {
         game: DeltaTable(str(warehouse / "spark" / "silver.db" / f"silver_{game}")).to_pyarrow_table()
