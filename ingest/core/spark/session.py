@@ -19,6 +19,7 @@ shared metastore in place of Derby; ``write-defaults --conf-dir DIR`` renders in
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +33,12 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SPARK_DRIVER_MEMORY = os.environ.get("GAMELAKE_SPARK_MEMORY", "2g")
+# The parallel collector in place of G1: on 2 cores G1's concurrent threads took 3.4-6.7 s of a
+# warm cycle's CPU against 1.4-2.6 s, and no cycle ran slower (bench/results/jvm_cpu.md, stop 64)
+DRIVER_GC = "-XX:+UseParallelGC"
+# More options for the driver's JVM, after the project's own (a later option wins; one that
+# names a collector replaces DRIVER_GC, as the JVM refuses two)
+JVM_OPTIONS_VARIABLE = "GAMELAKE_SPARK_JVM_OPTIONS"
 # The driver's log4j2 settings: Spark's defaults without the slice's expected replace warnings
 LOG_SETTINGS = Path(__file__).with_name("log4j2.properties")
 
@@ -56,8 +63,7 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR, lakehouse: str | None = None
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": str(spark_warehouse(warehouse)),
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={home}"
-        f" -Dlog4j2.configurationFile={LOG_SETTINGS}",
+        "spark.driver.extraJavaOptions": _driver_jvm_options(home),
         "spark.driver.memory": SPARK_DRIVER_MEMORY,
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",
@@ -84,6 +90,13 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR, lakehouse: str | None = None
             key = f"spark.{side}.extraClassPath"
             settings[key] = ":".join(filter(None, [settings.get(key), str(postgres_jdbc_jar())]))
     return settings
+
+
+def _driver_jvm_options(home: Path) -> str:
+    extra = os.environ.get(JVM_OPTIONS_VARIABLE, "").strip()
+    collector = "" if re.search(r"-XX:\+Use\w+GC\b", extra) else DRIVER_GC
+    options = [f"-Dderby.system.home={home}", collector, f"-Dlog4j2.configurationFile={LOG_SETTINGS}", extra]
+    return " ".join(option for option in options if option)
 
 
 def defaults_file() -> Path:
