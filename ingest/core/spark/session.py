@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 SPARK_DRIVER_MEMORY = os.environ.get("GAMELAKE_SPARK_MEMORY", "2g")
 # The parallel collector in place of G1: on 2 cores G1's concurrent threads took 3.4-6.7 s of a
-# warm cycle's CPU against 1.4-2.6 s, and no cycle ran slower (bench/results/jvm_cpu.md, stop 64)
+# warm cycle's CPU against 1.4-2.6 s; its cycles' wall at most 0.2 s above G1's in four pairs
+# (bench/results/jvm_cpu.md, stop 64)
 DRIVER_GC = "-XX:+UseParallelGC"
 # More options for the driver's JVM, after the project's own (a later option wins; one that
 # names a collector replaces DRIVER_GC, as the JVM refuses two)
