@@ -176,20 +176,22 @@ def _build_log_store() -> None:
     print(f"jvm: built {LOG_STORE_JAR.name} from {LOG_STORE_SOURCE.relative_to(PROJECT_DIR)}", flush=True)
 
 
-def _fetch_postgres_jdbc() -> None:
-    if POSTGRES_JDBC_JAR.is_file():
-        return
+def copy_artifact(artifact: str, target: Path, what: str) -> None:
+    """Resolve one jar, ``group:name:version``, from Maven Central into ``target`` (a file)."""
     download = JVM_DIR / "download"
-    _mvn(
-        [
-            "dependency:copy",
-            f"-Dartifact=org.postgresql:postgresql:{POSTGRES_JDBC_VERSION}",
-            f"-DoutputDirectory={download}",
-        ],
-        POM_DIR,
-        f"the PostgreSQL JDBC driver {POSTGRES_JDBC_VERSION}",
-    )
-    (download / POSTGRES_JDBC_JAR.name).rename(POSTGRES_JDBC_JAR)
+    _mvn(["dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={download}"], POM_DIR, what)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    name = artifact.split(":")[1] + "-" + artifact.split(":")[2] + ".jar"
+    (download / name).rename(target)
+
+
+def _fetch_postgres_jdbc() -> None:
+    if not POSTGRES_JDBC_JAR.is_file():
+        copy_artifact(
+            f"org.postgresql:postgresql:{POSTGRES_JDBC_VERSION}",
+            POSTGRES_JDBC_JAR,
+            f"the PostgreSQL JDBC driver {POSTGRES_JDBC_VERSION}",
+        )
 
 
 def fetch_s3() -> None:
