@@ -7,8 +7,9 @@ code), so the cache misses: a warm 5-game cycle of 6,000 events compiled about 1
 (Janino 5-7 s, then the C2 JIT about 12 s of CPU), for rows that take less to process than that.
 Interpreted, the same cycle compiled none and took 40-44 s against 51-56 s; at 100,000 rows a
 cycle the two were even (bench/results/jvm_cpu.md), and at 140,000 once the JIT had settled
-(ten cycles a process, two pairs in both orders: the JIT's CPU halved, the wall the same). So a cycle reading fewer rows than
-``interpreted_below`` runs interpreted, and a larger one (or one of unknown size) compiled.
+(ten cycles a process, two pairs in both orders: the JIT's CPU halved, the wall the same). So a
+cycle reading fewer rows than ``interpreted_below`` runs interpreted, and a larger one (or one of
+unknown size) compiled.
 ``ingest dbt-build`` (``make run``'s build) chooses the same way from all of bronze's rows, the
 most any of its builds can read.
 """
