@@ -81,7 +81,7 @@ def holding_build_lock(
         table.update_incremental()  # the commits since the take, read onto the one handle
         table.delete(f"holder = '{holder}'")
         if table.version() // CHECKPOINT_COMMITS > opened_at // CHECKPOINT_COMMITS:
-            checkpoint(LOCK_NAME, table)
+            checkpoint(LOCK_NAME, table, lock_table(tables_dir))
 
 
 def _opened(lock: TableLocation) -> KeptTable | None:

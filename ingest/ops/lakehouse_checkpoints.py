@@ -37,6 +37,7 @@ from deltalake.exceptions import DeltaError
 
 from ingest.landing.delta.log_folder import log_folder
 from ingest.landing.delta.table_location import TableLocation
+from ingest.ops.log_side_files import remove_orphaned
 
 log = logging.getLogger(__name__)
 
@@ -71,15 +72,17 @@ def due_checkpoints(behind: list[Behind], checkpoint_commits: int) -> list[str]:
     return [b.table for b in due[: checkpoints_per_cycle(len(behind), checkpoint_commits)]]
 
 
-def checkpoint(name: str, table: DeltaTable) -> bool:
-    """delta-rs' checkpoint of ``table`` at its version, then its expired log cleaned up; False
-    when delta-rs cannot (Spark's own checkpoints at ``SPARK_INTERVAL`` remain)."""
+def checkpoint(name: str, table: DeltaTable, place: TableLocation) -> bool:
+    """delta-rs' checkpoint of ``table`` (at ``place``) at its version, then its expired log
+    cleaned up, the side files of the versions removed included; False when delta-rs cannot
+    (Spark's own checkpoints at ``SPARK_INTERVAL`` remain)."""
     try:
         table.create_checkpoint()
         table.cleanup_metadata()
     except DeltaError as err:
         log.warning("refresh upkeep: no checkpoint of %s: %s", name, err)
         return False
+    remove_orphaned(log_folder(place))
     return True
 
 

@@ -138,7 +138,7 @@ def upkeep_written(
         done.intervals_set = [name for name, table in tables.items() if adopt_interval(spark, name, table)]
         behind = [commits_behind(name, places[name], table) for name, table in tables.items()]
         due = due_checkpoints(behind, policy.checkpoint_commits)
-        done.checkpointed = [name for name in due if checkpoint(name, tables[name])]
+        done.checkpointed = [name for name in due if checkpoint(name, tables[name], places[name])]
         done.checkpoint_seconds = time.monotonic() - started
     return done
 

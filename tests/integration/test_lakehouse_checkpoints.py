@@ -91,5 +91,44 @@ def _checkpoint(table: Path) -> int:
     place = TableLocation.of(table)
     delta = place.delta_table()
     assert commits_behind(table.name, place, delta).commits == delta.version() > 0
-    assert checkpoint(table.name, delta)
+    assert checkpoint(table.name, delta, place)
     return delta.version()
+
+
+def _log_entries(table: Path) -> set[str]:
+    return {path.name for path in (table / "_delta_log").iterdir()}
+
+
+def test_the_cleanup_leaves_no_side_files_of_the_versions_it_removed(tmp_path: Path) -> None:
+    """Spark leaves a Delta checksum and Hadoop's hidden checksums beside each commit; after the
+    upkeep's checkpoint and cleanup (a log retention of 0 hours) none of the removed versions'
+    files stay, the kept versions keep theirs, and a cold Spark reads every row, every change
+    since the checkpoint, and the checkpoint's version."""
+    table = tmp_path / "tables" / "silver_y"
+    name = f"delta.`{table}`"
+    with support.local_spark(tmp_path / "warehouse") as spark:
+        spark.sql(
+            f"create table {name} (n bigint, event_date date) using delta partitioned by (event_date)"
+            " tblproperties (delta.enableChangeDataFeed = true,"
+            " delta.logRetentionDuration = 'interval 0 hours',"
+            " delta.deletedFileRetentionDuration = 'interval 0 hours')"
+        )
+        for insert in range(6):
+            spark.sql(f"insert into {name} select id + {insert * 10}, date '2026-11-28' from range(10)")
+        before = _log_entries(table)
+        assert {f".{6:020d}.json.crc", f"{6:020d}.crc", f".{6:020d}.crc.crc"} <= before, before
+        assert checkpoint(table.name, DeltaTable(str(table)), TableLocation.of(table))
+        after = _log_entries(table)
+        assert not any(entry.startswith((f"{1:020d}", f".{1:020d}")) for entry in after), sorted(after)
+        assert {f"{6:020d}.json", f"{6:020d}.crc", f"{6:020d}.checkpoint.parquet"} <= after, sorted(after)
+        spark.sql(  # Delta's defaults again (version 7): time travel is refused below a 0-hour retention
+            f"alter table {name} set tblproperties (delta.logRetentionDuration = 'interval 30 days',"
+            " delta.deletedFileRetentionDuration = 'interval 7 days')"
+        )
+        for insert in range(6, 8):
+            spark.sql(f"insert into {name} select id + {insert * 10}, date '2026-11-28' from range(10)")
+        _cold(spark)
+        assert spark.sql(f"select count(*), count(distinct n) from {name}").first() == (80, 80)
+        assert spark.sql(f"select count(*) from {name} version as of 6").first()[0] == 60
+        changes = spark.sql(f"select count(*) from table_changes_by_path('{table}', 8)").first()[0]
+        assert changes == 20

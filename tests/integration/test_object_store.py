@@ -21,7 +21,10 @@ from gamelake_dev.localstack.object_store import client
 
 from ingest.core.settings.object_storage import s3_access
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.landing.delta.log_folder import log_folder
+from ingest.landing.delta.table_location import TableLocation
 from ingest.landing.delta.table_scan import scan
+from ingest.ops.log_side_files import remove_orphaned
 
 pytestmark = pytest.mark.integration
 
@@ -163,3 +166,15 @@ def test_short_processes_that_read_a_table_on_s3_exit_cleanly(local_s3, s3_optio
             [sys.executable, "-c", reader, uri], cwd=PROJECT_DIR, capture_output=True, text=True, timeout=120
         )
         assert (done.returncode, done.stdout.strip()) == (0, "55"), done.stderr
+
+
+def test_the_side_files_a_cleanup_left_on_s3_are_removed_past_one_delete_request(on_s3):
+    """ObjectLogFolder.remove deletes in requests of 1,000 keys; what the upkeep removes after a
+    log cleanup (ingest/ops/log_side_files.py) goes, and the commit it kept stays."""
+    table = TableLocation.of(on_s3)
+    checksums = [f"{version:020d}.crc" for version in range(1005)]
+    kept = f"{1005:020d}.json"
+    for name in [*checksums, kept]:
+        table.s3.put_object(Bucket=table.bucket, Key=table.key(f"_delta_log/{name}"), Body=b"{}")
+    assert remove_orphaned(log_folder(table)) == len(checksums)
+    assert log_folder(table).matching("*") == [kept]

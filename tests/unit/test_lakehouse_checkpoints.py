@@ -22,7 +22,7 @@ def test_a_table_is_behind_by_its_commits_after_its_last_checkpoint(tmp_path: Pa
     _commit(tmp_path, 4)  # versions 0-3, no checkpoint
     place = TableLocation.of(tmp_path)
     assert commits_behind("silver.silver_x", place, place.delta_table()) == Behind("silver.silver_x", 3)
-    assert checkpoint("silver.silver_x", place.delta_table())
+    assert checkpoint("silver.silver_x", place.delta_table(), place)
     assert commits_behind("silver.silver_x", place, place.delta_table()).commits == 0
     _commit(tmp_path, 2)
     assert commits_behind("silver.silver_x", place, place.delta_table()).commits == 2

@@ -17,6 +17,9 @@ if TYPE_CHECKING:  # the upkeep child reads the log without loading pyarrow
     import pyarrow as pa
 
 
+DELETE_BATCH = 1000  # the most keys one S3 DeleteObjects request takes
+
+
 class LogFolder(Protocol):
     def __str__(self) -> str: ...
 
@@ -33,6 +36,9 @@ class LogFolder(Protocol):
 
     def matching(self, pattern: str) -> list[str]:
         """The sorted names of the folder's files that match a glob pattern."""
+
+    def remove(self, names: list[str]) -> None:
+        """Delete these files of the folder; one already gone is no error."""
 
 
 class LocalLogFolder:
@@ -63,6 +69,10 @@ class LocalLogFolder:
 
     def matching(self, pattern: str) -> list[str]:
         return sorted(path.name for path in self.folder.glob(pattern))
+
+    def remove(self, names: list[str]) -> None:
+        for name in names:
+            (self.folder / name).unlink(missing_ok=True)
 
 
 class ObjectLogFolder:
@@ -106,6 +116,11 @@ class ObjectLogFolder:
         )
         names = (item["Key"].rsplit("/", 1)[1] for page in pages for item in page.get("Contents", []))
         return sorted(name for name in names if fnmatch.fnmatchcase(name, pattern))
+
+    def remove(self, names: list[str]) -> None:
+        for start in range(0, len(names), DELETE_BATCH):
+            keys = [{"Key": f"{self.prefix}/{name}"} for name in names[start : start + DELETE_BATCH]]
+            self.table.s3.delete_objects(Bucket=self.table.bucket, Delete={"Objects": keys, "Quiet": True})
 
     def _get(self, name: str) -> bytes | None:
         try:
