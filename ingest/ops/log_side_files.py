@@ -12,9 +12,14 @@ checkpoint left, which no reader can load any more.
 
 from __future__ import annotations
 
+import logging
 import re
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from ingest.landing.delta.log_folder import LogFolder
+
+log = logging.getLogger("gamelake.refresh")
 
 # what a reader loads a version from: a commit, or a checkpoint (classic, multi-part or V2)
 LOADABLE = re.compile(
@@ -40,7 +45,16 @@ def _side_version(name: str) -> int | None:
 
 
 def remove_orphaned(folder: LogFolder) -> int:
-    """Delete the folder's orphaned side files: how many."""
-    names = orphaned(folder.matching("*"))  # hidden names too
-    folder.remove(names)
+    """Delete the folder's orphaned side files: how many. A listing or delete that fails is
+    logged and leaves them to the next checkpoint: the build and its checkpoint are done."""
+    try:
+        names = orphaned(folder.matching("*"))  # hidden names too
+        folder.remove(names)
+    except (OSError, BotoCoreError, ClientError) as err:
+        log.warning(
+            "refresh upkeep: the side files of %s's removed versions stay until its next checkpoint: %s",
+            folder,
+            err,
+        )
+        return 0
     return len(names)

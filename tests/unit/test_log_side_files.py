@@ -62,3 +62,16 @@ def test_removing_the_orphans_keeps_the_table_readable(tmp_path: Path) -> None:
     assert (log / f".{_v(2)}.json.crc").exists()
     assert DeltaTable(str(tmp_path), version=2).version() == 2
     assert sorted(DeltaTable(str(tmp_path)).to_pyarrow_table().column("n").to_pylist()) == [0, 1, 2, 3, 4, 5]
+
+
+class _RefusingFolder(LocalLogFolder):
+    def remove(self, names: list[str]) -> None:
+        raise PermissionError(13, "Permission denied", str(self.folder / names[0]))
+
+
+def test_a_removal_that_fails_is_logged_and_fails_nothing_else(tmp_path: Path, caplog) -> None:
+    for name in (f"{_v(0)}.crc", f"{_v(1)}.json"):
+        (tmp_path / name).write_text("{}")
+    assert remove_orphaned(_RefusingFolder(tmp_path)) == 0
+    assert (tmp_path / f"{_v(0)}.crc").exists()
+    assert "stay until its next checkpoint" in caplog.text and "Permission denied" in caplog.text
