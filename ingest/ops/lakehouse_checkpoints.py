@@ -16,9 +16,17 @@ fall due together are spread over the next cycles and stay spread. Each checkpoi
 delta-rs' cleanup of the log files older than the table's ``delta.logRetentionDuration`` (Delta's
 default, 30 days), which Spark did after its own checkpoints.
 
-A table created before its model's config named the interval keeps the one it was created with
-(dbt sets table properties only when it creates a table): the upkeep sets it once, a commit that
-changes no data, which the readers of marks and gold's change feed look past.
+Each statement lists its table's ``_delta_log``, and the listing costs about 15 µs an entry on a
+local disk (bench/results/log_listing.md): an INSERT of 100 rows 0.37 s at 4,000 entries, 12.1 s
+at 400,000. Delta's default retention (30 days) would keep 350,000-520,000 entries of a table the
+refresh commits to every cycle, so these tables keep ``DEFAULT_LOG_HOURS`` of log (``ingest
+refresh --log-hours``), about 4,000 entries. Their readers need less: every ``version as of``
+names a version of the cycle, the marks ride in the latest commits, and a gold table whose mark
+is older than silver's log recomputes from a pinned snapshot (ingest/ops/gold_marks.py).
+
+A table created before its model's config named these properties keeps the ones it was created
+with (dbt sets table properties only when it creates a table): the upkeep sets them once, a
+commit that changes no data, which the readers of marks and gold's change feed look past.
 
 A checkpoint adds no data and no commit: the readers' marks and gold's change feed read the
 same commits after it. The upkeep holds the build lock, so no build commits to these tables
@@ -43,6 +51,10 @@ log = logging.getLogger(__name__)
 
 SPARK_INTERVAL = 1000  # dbt_project.yml and the slice's model config name the same number
 INTERVAL = "delta.checkpointInterval"
+LOG_RETENTION = "delta.logRetentionDuration"
+# how long a checkpoint keeps a replaced file's removal; Delta wants it no longer than the log
+TOMBSTONE_RETENTION = "delta.deletedFileRetentionDuration"
+DEFAULT_LOG_HOURS = 6  # dbt_project.yml and the slice's model config name the same hours
 DEFAULT_CHECKPOINT_COMMITS = 10  # Spark's own default interval
 
 
@@ -86,14 +98,28 @@ def checkpoint(name: str, table: DeltaTable, place: TableLocation) -> bool:
     return True
 
 
-def adopt_interval(spark: Any, name: str, table: DeltaTable) -> bool:
-    """Set ``SPARK_INTERVAL`` on ``table`` (``name``: a validated ``schema.table``) when it was
-    created with another; whether it did."""
-    if table.metadata().configuration.get(INTERVAL) == str(SPARK_INTERVAL):
+def log_retention(hours: int) -> str:
+    """The value of ``LOG_RETENTION`` and ``TOMBSTONE_RETENTION`` for ``hours``."""
+    return f"interval {hours} hours"
+
+
+def refresh_table_properties(log_hours: int) -> dict[str, str]:
+    """What the upkeep keeps on the tables it checkpoints: ``SPARK_INTERVAL``, and ``log_hours`` of
+    log and of removals (the files themselves stay ``--vacuum-hours``: lakehouse_upkeep.py)."""
+    hours = log_retention(log_hours)
+    return {INTERVAL: str(SPARK_INTERVAL), LOG_RETENTION: hours, TOMBSTONE_RETENTION: hours}
+
+
+def adopt_properties(spark: Any, name: str, table: DeltaTable, log_hours: int) -> bool:
+    """Set ``refresh_table_properties`` on ``table`` (``name``: a validated ``schema.table``) when
+    it holds others, in one commit; whether it did."""
+    wanted = refresh_table_properties(log_hours)
+    held = table.metadata().configuration
+    if all(held.get(key) == value for key, value in wanted.items()):
         return False
-    spark.sql(f"alter table {name} set tblproperties ('{INTERVAL}' = '{SPARK_INTERVAL}')")
+    # all of them: Delta checks the log's hours against the removals' named in the same statement
+    settings = ", ".join(f"'{key}' = '{value}'" for key, value in wanted.items())
+    spark.sql(f"alter table {name} set tblproperties ({settings})")
     table.update_incremental()
-    log.info(
-        "refresh upkeep: %s now leaves its checkpoints to the upkeep (%s %s)", name, INTERVAL, SPARK_INTERVAL
-    )
+    log.info("refresh upkeep: %s now holds %s", name, settings)
     return True

@@ -19,14 +19,17 @@ the compactions that are due (bench/results/upkeep_cost.md: a Spark OPTIMIZE or 
   are compacted over several cycles and no cycle stalls on all of them. OPTIMIZE's commit
   changes no data (``dataChange=false``): the change feed gold reads skips it, and the readers'
   marks look past it.
-- delta-rs vacuums the files the log removed more than ``vacuum_hours`` ago, when there are any
+- delta-rs vacuums, in full mode, the files no version references that were written more than
+  ``vacuum_hours`` ago and whose removal the log holds no longer (a checkpoint keeps a removal
+  ``log_hours``, as long as the log keeps the versions that read the file), when there are any
   (a table with none gets no commit). Gold reads silver's change feed from its own mark, and the
-  feed needs the files of those versions, so ``vacuum_hours`` is how far gold may trail silver.
+  feed needs the files of those versions: they stay while the log names them, and a gold table
+  trailing silver further recomputes from a snapshot (gold_marks.py).
   The slice (``stg_bronze__new_events``), replaced whole every cycle and read only by the
   cycle that built it, is vacuumed in full mode after ``SLICE_VACUUM_HOURS``: before, every
   cycle left its files on storage for ever.
 - delta-rs checkpoints the tables that ``checkpoint_commits`` commits have followed, a few a
-  cycle (ingest/ops/lakehouse_checkpoints.py).
+  cycle, then removes their log older than ``log_hours`` (ingest/ops/lakehouse_checkpoints.py).
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ from ingest.landing.delta.table_location import TableLocation, as_location
 from ingest.ops.codegen_mode import COMPILED
 from ingest.ops.lakehouse_checkpoints import (
     DEFAULT_CHECKPOINT_COMMITS,
-    adopt_interval,
+    DEFAULT_LOG_HOURS,
+    adopt_properties,
     checkpoint,
     commits_behind,
     due_checkpoints,
@@ -92,6 +96,7 @@ class UpkeepPolicy:
     compact_files: int = DEFAULT_COMPACT_FILES  # 0: never compact
     vacuum_hours: int = DEFAULT_VACUUM_HOURS
     checkpoint_commits: int = DEFAULT_CHECKPOINT_COMMITS  # 0: leave checkpoints to Spark
+    log_hours: int = DEFAULT_LOG_HOURS  # of Delta log each table keeps (lakehouse_checkpoints.py)
 
 
 @dataclass
@@ -101,7 +106,7 @@ class UpkeepDone:
     files_packed: int = 0
     files_vacuumed: int = 0
     checkpointed: list[str] = field(default_factory=list)
-    intervals_set: list[str] = field(default_factory=list)  # tables built before the upkeep's checkpoints
+    properties_set: list[str] = field(default_factory=list)  # tables built before their interval or log hours
     compact_seconds: float = 0.0
     vacuum_seconds: float = 0.0
     checkpoint_seconds: float = 0.0
@@ -128,14 +133,16 @@ def upkeep_written(
         _compact_due(spark, tables, policy, done)
     started = time.monotonic()
     for table in tables.values():
-        done.files_vacuumed += vacuum(table, policy.vacuum_hours)
+        done.files_vacuumed += vacuum(table, policy.vacuum_hours, full=True)
     if slice_table is not None:
         done.files_vacuumed += vacuum(slice_table, min(policy.vacuum_hours, SLICE_VACUUM_HOURS), full=True)
         tables[SLICE] = slice_table
     done.vacuum_seconds = time.monotonic() - started
+    started = time.monotonic()
+    done.properties_set = [
+        name for name, table in tables.items() if adopt_properties(spark, name, table, policy.log_hours)
+    ]
     if policy.checkpoint_commits:
-        started = time.monotonic()
-        done.intervals_set = [name for name, table in tables.items() if adopt_interval(spark, name, table)]
         behind = [commits_behind(name, places[name], table) for name, table in tables.items()]
         due = due_checkpoints(behind, policy.checkpoint_commits)
         done.checkpointed = [name for name in due if checkpoint(name, tables[name], places[name])]

@@ -46,7 +46,7 @@ from ingest.ops.build_pacing import BuildPacing
 from ingest.ops.codegen_mode import INTERPRETED_BELOW_ROWS, classes_compiled, interpreted, set_mode
 from ingest.ops.cycle_facts import handing_cycle_facts
 from ingest.ops.dbt_build_lock import LOCK_HELD_VAR, BuildLockHeld, holding_build_lock, new_holder
-from ingest.ops.lakehouse_checkpoints import DEFAULT_CHECKPOINT_COMMITS, SPARK_INTERVAL
+from ingest.ops.lakehouse_checkpoints import DEFAULT_CHECKPOINT_COMMITS, DEFAULT_LOG_HOURS, SPARK_INTERVAL
 from ingest.ops.lakehouse_upkeep import (
     DEFAULT_COMPACT_FILES,
     DEFAULT_VACUUM_HOURS,
@@ -400,6 +400,9 @@ def _refresh(args: argparse.Namespace) -> int:
         )
     if args.vacuum_hours < 0:
         raise ConfigError(f"--vacuum-hours {args.vacuum_hours}: give a number of hours, 0 or more")
+    if args.log_hours < 1:
+        # the latest commits hold the readers' marks; a cleanup at 0 hours could take them
+        raise ConfigError(f"--log-hours {args.log_hours}: give a number of hours, 1 or more")
     if args.checkpoint_commits < 0:
         raise ConfigError(
             f"--checkpoint-commits {args.checkpoint_commits}: give a number of commits, or 0 to leave"
@@ -444,7 +447,7 @@ def _refresh(args: argparse.Namespace) -> int:
         history.start()
     try:
         pacing = BuildPacing(args.min_interval, args.max_versions_per_build, args.max_rows_per_build)
-        upkeep = UpkeepPolicy(args.compact_files, args.vacuum_hours, args.checkpoint_commits)
+        upkeep = UpkeepPolicy(args.compact_files, args.vacuum_hours, args.checkpoint_commits, args.log_hours)
         return run_continuously(spark, watch, pacing, args.interpreted_below_rows, upkeep, args.gold_threads)
     finally:
         if server is not None:
@@ -500,8 +503,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=DEFAULT_VACUUM_HOURS,
         help="with --continuous, after a good build delete the files of the tables it wrote that were "
-        "removed this many hours ago or more; gold reads silver's change feed from its mark, so no "
-        f"gold table may trail its silver longer than this (default {DEFAULT_VACUUM_HOURS})",
+        f"removed this many hours ago or more (default {DEFAULT_VACUUM_HOURS})",
+    )
+    parser.add_argument(
+        "--log-hours",
+        type=int,
+        default=DEFAULT_LOG_HOURS,
+        help="with --continuous, the hours of Delta log the tables it wrote keep, removed after their "
+        "checkpoints (every statement lists a table's log, so a long one slows each build); a gold "
+        "table that trails its silver longer than this recounts from silver's snapshot "
+        f"(keep it at most --vacuum-hours; default {DEFAULT_LOG_HOURS})",
     )
     parser.add_argument(
         "--checkpoint-commits",

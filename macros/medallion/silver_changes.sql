@@ -7,7 +7,10 @@
     from gold's files once per cycle, under the build lock, and hands them over in the session
     conf spark.gamelake.gold_marks (ingest/ops/cycle_facts.py); a build without it asks Spark.
     `columns` are the stored table's, when Spark was asked; none when the mark was handed, which
-    only a table holding every column its model reads is (ingest/ops/gold_marks.py). -#}
+    only a table holding every column its model reads is (ingest/ops/gold_marks.py).
+    Silver keeps a few hours of Delta log (ingest refresh --log-hours): a mark whose next commit
+    the log no longer holds is stale, handed as null or found so in silver's history, and gold
+    recomputes from the pinned snapshot as it does without a mark. -#}
 {% macro gamelake_silver_read_plan(silver) %}
     {%- if not execute -%}
         {{ return({'mark': none, 'to': 0, 'columns': []}) }}
@@ -19,7 +22,8 @@
     {%- set handed = _handed_conf('spark.gamelake.gold_marks') -%}
     {%- set name = this.schema ~ '.' ~ this.identifier -%}
     {%- if is_incremental() and name in handed -%}
-        {{ return({'mark': handed[name] | int, 'to': to, 'columns': none}) }}
+        {%- set mark = handed[name] | int if handed[name] is not none else none -%}
+        {{ return({'mark': mark, 'to': to, 'columns': none}) }}
     {%- endif -%}
     {%- set mark = none -%}
     {%- set columns = adapter.get_columns_in_relation(this) | map(attribute='name') | list
@@ -28,7 +32,18 @@
         {%- set held = run_query("select max(silver_version) from " ~ this)[0][0] -%}
         {%- set mark = held | int if held is not none else none -%}
     {%- endif -%}
+    {%- if mark is not none and mark < to and not _silver_log_holds(silver, mark + 1, to) -%}
+        {%- set mark = none -%}
+    {%- endif -%}
     {{ return({'mark': mark, 'to': to, 'columns': columns}) }}
+{% endmacro %}
+
+{#- Whether silver's history still holds commit `first` (its commits `first` to `to`: a log
+    cleanup removes the oldest first). -#}
+{% macro _silver_log_holds(silver, first, to) %}
+    {%- set versions = run_query("describe history " ~ silver ~ " limit " ~ (to - first + 1))
+        .columns['version'].values() -%}
+    {{ return(first in versions | map('int') | list) }}
 {% endmacro %}
 
 {#- The silver rows of `plan`, each with the silver_version it was inserted in. -#}

@@ -859,6 +859,62 @@ def test_a_daily_active_without_its_mark_is_counted_again_exactly(
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
 
 
+def test_gold_behind_silvers_log_recounts_from_a_snapshot_exactly(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # Silver keeps a few hours of Delta log (ingest refresh --log-hours). A gold table whose mark's
+    # next commit a cleanup has removed cannot read the change feed after it: handed a null mark by
+    # the refresh, or finding the commit gone from silver's history when it asks Spark, it counts
+    # from a pinned snapshot of silver instead, and ends exact.
+    silver, player_agg = f"silver.silver_{ACTIVE}", f"gold.gold_{ACTIVE}_player_agg"
+    tables_dir = _table_dir(lake, silver).parent.parent
+
+    def land() -> None:
+        batch = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(5)]
+        lake.land(batch, support.schema_for(4))
+        lake.build("the slice", "stg_bronze__new_events")
+
+    def silver_ahead_past_its_log() -> None:
+        mark = max(_stored_silver_versions(lake, player_agg))
+        for _ in range(2):
+            land()
+            lake.build("silver on its own", f"silver_{ACTIVE}", "silver_quarantine")
+        _clean_log(lake, silver)
+        assert not (_table_dir(lake, silver) / "_delta_log" / f"{mark + 1:020d}.json").exists()
+
+    silver_ahead_past_its_log()
+    land()
+    readers = read_slice_readers(lake.spark)
+    with handing_cycle_facts(lake.spark, tables_dir, readers, lock_held=True):
+        assert json.loads(lake.spark.conf.get(GOLD_MARKS_CONF))[player_agg] is None
+        lake.dbt(*after_slice_args(build_selection(readers)))
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+    for gold in (f"gold_{ACTIVE}_player_agg", f"gold_{ACTIVE}_daily_active"):
+        assert "table_changes" not in _compiled(lake, gold), f"{gold} read a change feed that is gone"
+
+    silver_ahead_past_its_log()
+    lake.build("gold asking Spark, behind silver's log")
+    assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
+    assert "table_changes" not in _compiled(lake, f"gold_{ACTIVE}_player_agg")
+
+
+def _clean_log(lake: Lake, table: str) -> None:
+    """A checkpoint and cleanup of ``table``'s log with no hours kept: every commit before its
+    newest goes, as a refresh's upkeep removes those older than --log-hours."""
+    keys = ("delta.logRetentionDuration", "delta.deletedFileRetentionDuration")
+    held = {key: lake.spark.sql(f"show tblproperties {table} ('{key}')").first()[1] for key in keys}
+
+    def set_properties(values: dict[str, str]) -> None:
+        settings = ", ".join(f"'{key}' = '{value}'" for key, value in values.items())
+        lake.spark.sql(f"alter table {table} set tblproperties ({settings})")
+
+    set_properties(dict.fromkeys(keys, "interval 0 hours"))
+    log = _delta_log(lake, table)
+    log.create_checkpoint()
+    log.cleanup_metadata()
+    set_properties(held)
+
+
 def test_the_silver_check_reads_the_dates_its_build_recorded(
     lake: Lake, writer: support.BronzeWriter
 ) -> None:

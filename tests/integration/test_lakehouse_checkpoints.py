@@ -2,10 +2,10 @@
 Spark + Delta: a silver-shaped table (partitioned, change data feed on) that Spark inserts into
 and a gold-shaped one it merges into, checkpointed by the upkeep's delta-rs between Spark's
 commits. The silver one was created as before the upkeep wrote checkpoints (Spark's interval of
-10) and is given the interval dbt now gives, by the upkeep, between two inserts. Spark writes no
-checkpoint of its own, keeps committing after delta-rs' checkpoint, and a cold Spark (its Delta
-log cache cleared, so it starts from the checkpoint) reads every row and every change back,
-across the commit that set the interval."""
+10, 30 days of log) and is given the interval and log hours dbt now gives, by the upkeep, in
+one commit between two inserts. Spark writes no checkpoint of its own, keeps committing after
+delta-rs' checkpoint, and a cold Spark (its Delta log cache cleared, so it starts from the
+checkpoint) reads every row and every change back, across the commit that set them."""
 
 from __future__ import annotations
 
@@ -17,11 +17,13 @@ from deltalake import DeltaTable
 
 from ingest.landing.delta.table_location import TableLocation
 from ingest.ops.lakehouse_checkpoints import (
-    INTERVAL,
-    SPARK_INTERVAL,
-    adopt_interval,
+    DEFAULT_LOG_HOURS,
+    LOG_RETENTION,
+    TOMBSTONE_RETENTION,
+    adopt_properties,
     checkpoint,
     commits_behind,
+    refresh_table_properties,
 )
 from tests.integration import dbt_support as support
 
@@ -34,6 +36,10 @@ CHECKPOINT_BEFORE = 11  # the insert before which delta-rs checkpoints both tabl
 def _checkpoints(table: Path) -> list[int]:
     found = (table / "_delta_log").glob("*.checkpoint*.parquet")
     return sorted(int(path.name.split(".")[0]) for path in found)
+
+
+def _properties(properties: dict[str, str]) -> str:
+    return ", ".join(f"{key} = '{value}'" for key, value in properties.items())
 
 
 def _cold(spark: Any) -> None:
@@ -52,13 +58,15 @@ def test_spark_commits_after_and_reads_back_from_delta_rs_checkpoints(tmp_path: 
         )
         spark.sql(
             f"create table {gold} (gamer_id string, event_count bigint) using delta"
-            f" tblproperties ({INTERVAL} = {SPARK_INTERVAL})"
+            f" tblproperties ({_properties(refresh_table_properties(DEFAULT_LOG_HOURS))})"
         )
         checkpointed_at = {}
         for insert in range(1, INSERTS + 1):
             if insert == 3:  # the upkeep's first visit after the upgrade
-                assert adopt_interval(spark, silver, DeltaTable(str(tables["silver_x"])))
-                assert not adopt_interval(spark, gold, DeltaTable(str(tables["gold_x"])))
+                assert adopt_properties(spark, silver, DeltaTable(str(tables["silver_x"])), DEFAULT_LOG_HOURS)
+                assert not adopt_properties(spark, gold, DeltaTable(str(tables["gold_x"])), DEFAULT_LOG_HOURS)
+                held = DeltaTable(str(tables["silver_x"])).metadata().configuration
+                assert held[LOG_RETENTION] == held[TOMBSTONE_RETENTION] == "interval 6 hours", held
             if insert == CHECKPOINT_BEFORE:
                 checkpointed_at = {name: _checkpoint(path) for name, path in tables.items()}
             spark.sql(

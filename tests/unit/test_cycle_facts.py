@@ -23,7 +23,7 @@ from ingest.ops.cycle_facts import (
     SLICE_FACTS_CONF,
     handing_cycle_facts,
 )
-from ingest.ops.gold_marks import gold_marks
+from ingest.ops.gold_marks import gold_readers, handed_marks
 from ingest.ops.refresh_selection import ANY_GAME, SliceReaders
 from tests.unit.conf_session import ConfSession
 
@@ -55,11 +55,17 @@ def _paid(rows: int) -> dict[str, pa.Array]:
     }
 
 
-def _silver(tables: Path, day: str) -> None:
+def _silver(tables: Path, day: str, slug: str = "alpha") -> None:
     rows = pa.table({"event_date": pa.array([date.fromisoformat(day)]), "gamer_id": ["g1"]})
     write_deltalake(
-        str(tables / "silver.db" / "silver_alpha"), rows, mode="append", partition_by=["event_date"]
+        str(tables / "silver.db" / f"silver_{slug}"), rows, mode="append", partition_by=["event_date"]
     )
+
+
+def _silver_up_to(tables: Path, slug: str, version: int) -> None:
+    """Silver versions 0 to ``version``, which gold's marks read up to."""
+    for _ in range(version + 1):
+        _silver(tables, "2026-11-20", slug)
 
 
 def _gold(tables: Path, name: str, columns: dict[str, list[Any]]) -> None:
@@ -76,11 +82,14 @@ def tables(tmp_path: Path) -> Path:
     # built before player_agg kept last_purchase_at, which daily_active reads: asks Spark
     _gold(tmp_path, "gold_delta_player_agg", {"gamer_id": ["g1"], "silver_version": [5]})
     _gold(tmp_path, "gold_delta_daily_active", {"event_date": ["2026-11-27"], "silver_version": [5]})
+    _silver_up_to(tmp_path, "delta", 5)
     return tmp_path
 
 
 def test_each_built_gold_table_of_the_games_hands_its_largest_silver_version(tables: Path) -> None:
-    assert gold_marks(tables, ["alpha", "gamma", "delta", "epsilon"]) == {
+    _silver_up_to(tables, "alpha", 7)
+    golds = [gold for slug in ["alpha", "gamma", "delta", "epsilon"] for gold in gold_readers(tables, slug)]
+    assert handed_marks(golds) == {
         "gold.gold_alpha_player_agg": 7,
         "gold.gold_alpha_daily_active": 6,
         "gold.gold_delta_daily_active": 5,
@@ -103,6 +112,7 @@ def test_the_slice_facts_name_each_games_dates_after_its_planned_mark() -> None:
 
 
 def test_facts_are_handed_under_the_lock_and_cleared_after(tables: Path) -> None:
+    _silver_up_to(tables, "alpha", 7)
     spark = ConfSession()
     with handing_cycle_facts(spark, tables, READERS, lock_held=True):
         handed = spark.handed(GOLD_MARKS_CONF)

@@ -7,10 +7,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import yaml
 from deltalake import DeltaTable, write_deltalake
 
+from ingest.core.settings.paths import PROJECT_DIR
 from ingest.landing.delta.table_location import TableLocation
-from ingest.ops.lakehouse_checkpoints import Behind, checkpoint, commits_behind, due_checkpoints
+from ingest.ops.lakehouse_checkpoints import (
+    DEFAULT_LOG_HOURS,
+    INTERVAL,
+    LOG_RETENTION,
+    SPARK_INTERVAL,
+    TOMBSTONE_RETENTION,
+    Behind,
+    checkpoint,
+    commits_behind,
+    due_checkpoints,
+    refresh_table_properties,
+)
 
 
 def _commit(path: Path, times: int) -> None:
@@ -51,3 +64,32 @@ def test_tables_that_fall_due_together_stay_spread_once_spread() -> None:
     later = [commits for cycle in range(20, 61) for _, commits in picked[cycle]]
     assert set(later) == {10}
     assert max(len(due) for due in picked.values()) == 2
+
+
+def test_dbt_creates_the_refresh_tables_with_the_interval_and_log_hours_the_upkeep_keeps() -> None:
+    project = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["models"]["gamelake"]
+    wanted = refresh_table_properties(DEFAULT_LOG_HOURS)
+    assert wanted[INTERVAL] == str(SPARK_INTERVAL)
+    assert wanted[LOG_RETENTION] == wanted[TOMBSTONE_RETENTION] == "interval 6 hours"
+    for layer in ("silver", "gold"):
+        properties = project[layer]["+tblproperties"]
+        assert {key: properties.get(key) for key in wanted} == wanted, layer
+    slice_model = (PROJECT_DIR / "models" / "bronze" / "stg_bronze__new_events.sql").read_text()
+    for key, value in wanted.items():
+        assert f"'{key}': '{value}'" in slice_model, key
+
+
+def test_a_table_whose_log_outlasts_its_retention_loses_only_the_commits_before_its_checkpoint(
+    tmp_path: Path,
+) -> None:
+    # what gold's stale-mark rule leans on (ingest/ops/gold_marks.py): delta-rs' cleanup keeps the
+    # commit its checkpoint was taken at and every later one
+    write_deltalake(
+        str(tmp_path), pa.table({"n": [0]}), mode="append", configuration={LOG_RETENTION: "interval 0 hours"}
+    )
+    _commit(tmp_path, 4)  # versions 1-4
+    place = TableLocation.of(tmp_path)
+    assert checkpoint("silver.silver_x", place.delta_table(), place)
+    _commit(tmp_path, 1)  # version 5
+    commits = sorted(p.name for p in (tmp_path / "_delta_log").glob("*.json"))
+    assert commits == [f"{version:020d}.json" for version in (4, 5)]

@@ -85,6 +85,7 @@ def test_a_slug_unsafe_in_sql_never_becomes_a_table_name() -> None:
     ("flag", "value", "message"),
     [
         ("--vacuum-hours", "-1", "--vacuum-hours -1: give a number of hours, 0 or more"),
+        ("--log-hours", "0", "--log-hours 0: give a number of hours, 1 or more"),
         ("--compact-files", "-3", "--compact-files -3: give a number of files, or 0 for no compaction"),
         (
             "--checkpoint-commits",
