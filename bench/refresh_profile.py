@@ -215,6 +215,7 @@ def _cycle(
     facts: bool = True,
     gold_threads: int = 1,
     gold_interpreted: bool = False,
+    upkeep_policy: UpkeepPolicy | None = None,
 ) -> tuple[float, list[Any], UpkeepDone | None]:
     """One cycle as ``cycle`` says: its wall time, the results of every node it ran, and what the
     refresh's upkeep after it did (lakehouse_upkeep, under the same lock). Given the
@@ -223,7 +224,8 @@ def _cycle(
     says whether the cycle's facts are handed over (ingest/ops/cycle_facts.py), as `ingest
     refresh` does, and ``gold_threads`` above 1 splits the second step into silver on one
     thread and gold on that many, as `ingest refresh --gold-threads` does (``second`` unused);
-    ``gold_interpreted`` runs that gold step interpreted whatever the cycle's size."""
+    ``gold_interpreted`` runs that gold step interpreted whatever the cycle's size;
+    ``upkeep_policy`` is the upkeep's (the refresh's defaults without)."""
     if rows is not None and cycle == "refresh":
         set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
@@ -266,7 +268,7 @@ def _cycle(
                 _, games = _dbt(project, recorder, *second(selection), *given)
                 results += games.results
         written = Written(tuple(readers.games_to_build()), readers.quarantine_to_build())
-        upkeep = upkeep_written(spark, tables_dir, written, UpkeepPolicy())
+        upkeep = upkeep_written(spark, tables_dir, written, upkeep_policy or UpkeepPolicy())
     return time.monotonic() - started, results, upkeep
 
 

@@ -41,6 +41,8 @@ from bench.results_file import append_section
 from ingest.landing.delta.table_location import TableLocation
 from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
+from ingest.ops.lakehouse_checkpoints import DEFAULT_LOG_HOURS
+from ingest.ops.lakehouse_upkeep import UpkeepPolicy
 from ingest.ops.refresh_command import DEFAULT_GOLD_THREADS
 from ingest.ops.warm_dbt import WarmDbt
 
@@ -87,6 +89,8 @@ def _side(storage: str, args: argparse.Namespace) -> dict[str, object]:
     windows: list[tuple[dt.datetime, dt.datetime, float]] = []
     compacted: list[int] = []  # tables the upkeep compacted after each counted cycle
     checkpointed: list[int] = []  # tables the upkeep checkpointed after each counted cycle
+    log_entries: list[tuple[int, int]] = []  # after each counted cycle: all tables', the largest's
+    policy = UpkeepPolicy(log_hours=args.log_minutes / 60)
     try:
         project = root / "project"
         project.mkdir()
@@ -112,12 +116,20 @@ def _side(storage: str, args: argparse.Namespace) -> dict[str, object]:
             time.sleep(1.5)  # the landing's last requests stay out of the window
             start = dt.datetime.now(dt.UTC)
             took, _, upkeep = _cycle(
-                runner, spark, None, "refresh", watch, args.new, gold_threads=args.gold_threads
+                runner,
+                spark,
+                None,
+                "refresh",
+                watch,
+                args.new,
+                gold_threads=args.gold_threads,
+                upkeep_policy=policy,
             )
             if cycle:
                 windows.append((start, dt.datetime.now(dt.UTC), took))
                 compacted.append(len(upkeep.compacted) if upkeep else 0)
                 checkpointed.append(len(upkeep.checkpointed) if upkeep else 0)
+                log_entries.append(_log_entries(tables))
             print(f"{storage}, cycle {cycle}: {took:.1f} s", file=sys.stderr, flush=True)
         spark.stop()
         time.sleep(1.5)
@@ -132,8 +144,23 @@ def _side(storage: str, args: argparse.Namespace) -> dict[str, object]:
         "cycle_s": [round(took, 1) for _, _, took in windows],
         "compacted": compacted,
         "checkpointed": checkpointed,
+        "log_entries": log_entries,
         "requests": {kind: round(n / len(windows), 1) for kind, n in sorted(per_cycle.items())},
     }
+
+
+def _log_entries(tables: TableLocation) -> tuple[int, int]:
+    """Entries in the ``_delta_log`` folders of silver, gold and the slice, all and the largest's,
+    as a listing of each finds them (on the local disk; none counted on S3)."""
+    if not tables.is_local:
+        return 0, 0
+    logs = [
+        path
+        for schema in ("silver.db", "gold.db", "bronze.db")
+        for path in tables.local_path.glob(f"{schema}/*/_delta_log")
+    ]
+    counts = [sum(1 for _ in os.scandir(log)) for log in logs]
+    return sum(counts), max(counts, default=0)
 
 
 def main() -> int:
@@ -144,6 +171,12 @@ def main() -> int:
     parser.add_argument("--history", type=int, default=30_000)
     parser.add_argument(
         "--gold-threads", type=int, default=DEFAULT_GOLD_THREADS, help="as `ingest refresh`'s"
+    )
+    parser.add_argument(
+        "--log-minutes",
+        type=float,
+        default=DEFAULT_LOG_HOURS * 60,
+        help="of Delta log the upkeep keeps (as `ingest refresh --log-hours`, compressed)",
     )
     parser.add_argument("--side", choices=["s3", "local disk"], help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -98,19 +98,20 @@ def checkpoint(name: str, table: DeltaTable, place: TableLocation) -> bool:
     return True
 
 
-def log_retention(hours: int) -> str:
-    """The value of ``LOG_RETENTION`` and ``TOMBSTONE_RETENTION`` for ``hours``."""
-    return f"interval {hours} hours"
+def log_retention(hours: float) -> str:
+    """The value of ``LOG_RETENTION`` and ``TOMBSTONE_RETENTION`` for ``hours`` (in minutes when
+    not whole: a bench's compressed day)."""
+    return f"interval {int(hours)} hours" if hours == int(hours) else f"interval {round(hours * 60)} minutes"
 
 
-def refresh_table_properties(log_hours: int) -> dict[str, str]:
+def refresh_table_properties(log_hours: float) -> dict[str, str]:
     """What the upkeep keeps on the tables it checkpoints: ``SPARK_INTERVAL``, and ``log_hours`` of
     log and of removals (the files themselves stay ``--vacuum-hours``: lakehouse_upkeep.py)."""
     hours = log_retention(log_hours)
     return {INTERVAL: str(SPARK_INTERVAL), LOG_RETENTION: hours, TOMBSTONE_RETENTION: hours}
 
 
-def adopt_properties(spark: Any, name: str, table: DeltaTable, log_hours: int) -> bool:
+def adopt_properties(spark: Any, name: str, table: DeltaTable, log_hours: float) -> bool:
     """Set ``refresh_table_properties`` on ``table`` (``name``: a validated ``schema.table``) when
     it holds others, in one commit; whether it did."""
     wanted = refresh_table_properties(log_hours)

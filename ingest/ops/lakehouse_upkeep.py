@@ -19,12 +19,14 @@ the compactions that are due (bench/results/upkeep_cost.md: a Spark OPTIMIZE or 
   are compacted over several cycles and no cycle stalls on all of them. OPTIMIZE's commit
   changes no data (``dataChange=false``): the change feed gold reads skips it, and the readers'
   marks look past it.
-- delta-rs vacuums, in full mode, the files no version references that were written more than
-  ``vacuum_hours`` ago and whose removal the log holds no longer (a checkpoint keeps a removal
-  ``log_hours``, as long as the log keeps the versions that read the file), when there are any
-  (a table with none gets no commit). Gold reads silver's change feed from its own mark, and the
-  feed needs the files of those versions: they stay while the log names them, and a gold table
-  trailing silver further recomputes from a snapshot (gold_marks.py).
+- delta-rs vacuums the files the log removed more than ``vacuum_hours`` ago, and at most
+  ``log_hours``: a checkpoint keeps a removal no longer than the log (Delta's rule), and a
+  removal it has dropped is one this vacuum no longer finds. When there are none, a table gets no
+  commit. Gold reads silver's change feed from its own mark, and the feed needs the files of those
+  versions: they stay while the log names them (a gold table trailing silver further recomputes
+  from a snapshot, gold_marks.py), and the upkeep runs after a good build, when every gold table
+  it visits has read its silver to the end. Full mode would also delete the hidden ``.crc``
+  files Hadoop writes beside each live file of a partition on a local disk, a vacuum commit a cycle.
   The slice (``stg_bronze__new_events``), replaced whole every cycle and read only by the
   cycle that built it, is vacuumed in full mode after ``SLICE_VACUUM_HOURS``: before, every
   cycle left its files on storage for ever.
@@ -96,7 +98,14 @@ class UpkeepPolicy:
     compact_files: int = DEFAULT_COMPACT_FILES  # 0: never compact
     vacuum_hours: int = DEFAULT_VACUUM_HOURS
     checkpoint_commits: int = DEFAULT_CHECKPOINT_COMMITS  # 0: leave checkpoints to Spark
-    log_hours: int = DEFAULT_LOG_HOURS  # of Delta log each table keeps (lakehouse_checkpoints.py)
+    log_hours: float = DEFAULT_LOG_HOURS  # of Delta log each table keeps (lakehouse_checkpoints.py)
+
+    @property
+    def removal_hours(self) -> int:
+        """How long a removed file stays: ``vacuum_hours``, at most ``log_hours``, for which the
+        checkpoints keep its removal (Delta keeps those no longer than the log), and past which
+        no version in the log reads it."""
+        return int(min(self.vacuum_hours, self.log_hours))
 
 
 @dataclass
@@ -133,7 +142,7 @@ def upkeep_written(
         _compact_due(spark, tables, policy, done)
     started = time.monotonic()
     for table in tables.values():
-        done.files_vacuumed += vacuum(table, policy.vacuum_hours, full=True)
+        done.files_vacuumed += vacuum(table, policy.removal_hours)
     if slice_table is not None:
         done.files_vacuumed += vacuum(slice_table, min(policy.vacuum_hours, SLICE_VACUUM_HOURS), full=True)
         tables[SLICE] = slice_table

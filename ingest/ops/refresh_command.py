@@ -503,16 +503,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=DEFAULT_VACUUM_HOURS,
         help="with --continuous, after a good build delete the files of the tables it wrote that were "
-        f"removed this many hours ago or more (default {DEFAULT_VACUUM_HOURS})",
+        f"removed this many hours ago or more, and --log-hours ago at most (default {DEFAULT_VACUUM_HOURS})",
     )
     parser.add_argument(
         "--log-hours",
         type=int,
         default=DEFAULT_LOG_HOURS,
         help="with --continuous, the hours of Delta log the tables it wrote keep, removed after their "
-        "checkpoints (every statement lists a table's log, so a long one slows each build); a gold "
-        "table that trails its silver longer than this recounts from silver's snapshot "
-        f"(keep it at most --vacuum-hours; default {DEFAULT_LOG_HOURS})",
+        "checkpoints (every statement lists a table's log, so a long one slows each build), and "
+        "their replaced files; a gold table that trails its silver longer recounts from silver's "
+        f"snapshot (default {DEFAULT_LOG_HOURS})",
     )
     parser.add_argument(
         "--checkpoint-commits",
