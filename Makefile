@@ -44,7 +44,7 @@ $(PROTO_STAMP): $(STAMP) $(wildcard dev/gamelake_dev/proto/v*/gamelake/events/*.
 	$(BIN)/python -m gamelake_dev.demo_schemas compile
 	touch $@
 
-$(JVM_STAMP): $(STAMP) $(wildcard stack/maven/*/pom.xml) dev/gamelake_dev/localstack/artifacts.py
+$(JVM_STAMP): $(STAMP) $(wildcard stack/maven/*/pom.xml) dev/gamelake_dev/localstack/artifacts.py $(wildcard native/local-logstore/src/io/gamelake/delta/*.java)
 	$(BIN)/python -m gamelake_dev.localstack fetch
 	touch $@
 

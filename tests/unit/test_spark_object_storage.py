@@ -83,3 +83,18 @@ def test_missing_jars_name_the_make_target(tmp_path, monkeypatch):
     monkeypatch.setattr(jvm, "S3A_JARS_DIR", tmp_path / "none")
     with pytest.raises(ConfigError, match="make jvm-s3"):
         s3_spark_settings("s3://bucket/lake")
+
+
+def test_local_and_s3_lakehouses_list_local_delta_logs_through_gamelakes_store(jars, tmp_path, monkeypatch):
+    local_store = tmp_path / "gamelake-local-logstore.jar"
+    local_store.write_bytes(b"")
+    monkeypatch.setattr(jvm, "LOCAL_LOG_STORE_JAR", local_store)
+    for settings in (
+        session.spark_settings(Path("/w")),
+        session.spark_settings(Path("/w"), "s3://bucket/lake"),
+    ):
+        assert settings["spark.delta.logStore.file.impl"] == jvm.LOCAL_LOG_STORE_CLASS
+        assert str(local_store) in settings["spark.jars"].split(",")
+    monkeypatch.setattr(jvm, "LOCAL_LOG_STORE_JAR", tmp_path / "none.jar")
+    with pytest.raises(ConfigError, match="make jvm"):
+        session.spark_settings(Path("/w"))

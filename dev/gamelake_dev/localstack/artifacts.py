@@ -17,6 +17,8 @@ from ingest.core.spark.jvm import (
     DELTA_JARS_DIR,
     DELTA_VERSION,
     HADOOP_VERSION,
+    LOCAL_LOG_STORE_JAR,
+    LOCAL_LOG_STORE_SOURCE,
     LOG_STORE_JAR,
     LOG_STORE_SOURCE,
     POSTGRES_JDBC_JAR,
@@ -147,9 +149,20 @@ def _pyspark_jars() -> Path:
 
 def _build_log_store() -> None:
     """Compile the conditional-put log store (native/delta-logstore) against the jars it runs with."""
-    sources = sorted(LOG_STORE_SOURCE.rglob("*.java"))
-    newest = max(source.stat().st_mtime for source in sources)
-    if LOG_STORE_JAR.is_file() and LOG_STORE_JAR.stat().st_mtime >= newest:
+    _build_jar(LOG_STORE_SOURCE, LOG_STORE_JAR, [*S3A_JARS_DIR.glob("hadoop-aws-*.jar")])
+
+
+def _build_local_log_store() -> None:
+    """Compile the local disk's log store (native/local-logstore) against the jars it runs with."""
+    _build_jar(LOCAL_LOG_STORE_SOURCE, LOCAL_LOG_STORE_JAR, [])
+
+
+def _build_jar(source: Path, jar: Path, more_classpath: list[Path]) -> None:
+    """Compile the Java sources under ``source`` into ``jar`` against Hadoop and Delta's storage
+    jars (and ``more_classpath``), unless the jar is newer than every source."""
+    sources = sorted(source.rglob("*.java"))
+    newest = max(path.stat().st_mtime for path in sources)
+    if jar.is_file() and jar.stat().st_mtime >= newest:
         return
     for tool in ("javac", "jar"):
         if shutil.which(tool) is None:
@@ -157,23 +170,23 @@ def _build_log_store() -> None:
     classpath = [
         _pyspark_jars() / f"hadoop-client-api-{HADOOP_VERSION}.jar",
         *DELTA_JARS_DIR.glob("delta-storage-*.jar"),
-        *S3A_JARS_DIR.glob("hadoop-aws-*.jar"),
+        *more_classpath,
     ]
-    classes = JVM_DIR / "delta-logstore-classes"
+    classes = JVM_DIR / f"{jar.stem}-classes"
     shutil.rmtree(classes, ignore_errors=True)
     compiled = subprocess.run(
         ["javac", "--release", "17", "-Xlint:all", "-Werror", "-d", str(classes),
-         "-cp", ":".join(str(jar) for jar in classpath), *map(str, sources)],
+         "-cp", ":".join(str(path) for path in classpath), *map(str, sources)],
         capture_output=True,
         text=True,
     )  # fmt: skip
     if compiled.returncode != 0:
-        raise StackError(f"javac could not compile {LOG_STORE_SOURCE}:\n{compiled.stderr.strip()}")
-    staging = LOG_STORE_JAR.with_suffix(".partial")
+        raise StackError(f"javac could not compile {source}:\n{compiled.stderr.strip()}")
+    staging = jar.with_suffix(".partial")
     subprocess.run(["jar", "cf", str(staging), "-C", str(classes), "."], check=True)
-    staging.rename(LOG_STORE_JAR)
+    staging.rename(jar)
     shutil.rmtree(classes)
-    print(f"jvm: built {LOG_STORE_JAR.name} from {LOG_STORE_SOURCE.relative_to(PROJECT_DIR)}", flush=True)
+    print(f"jvm: built {jar.name} from {source.relative_to(PROJECT_DIR)}", flush=True)
 
 
 def copy_artifact(artifact: str, target: Path, what: str) -> None:
@@ -209,6 +222,7 @@ def fetch_all() -> None:
     JVM_DIR.mkdir(parents=True, exist_ok=True)
     _fetch_kafka()
     _fetch_delta()
+    _build_local_log_store()
     _fetch_apicurio()
     _fetch_s3proxy()
-    print(f"jvm: Kafka, Apicurio Registry, S3Proxy and Delta jars are in {JVM_DIR}")
+    print(f"jvm: Kafka, Apicurio Registry, S3Proxy, Delta and the local log store's jars are in {JVM_DIR}")

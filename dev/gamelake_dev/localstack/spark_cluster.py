@@ -31,7 +31,7 @@ from gamelake_dev.localstack import process
 from gamelake_dev.localstack.bind import bind_host
 from ingest.core.errors import ConfigError, IngestError
 from ingest.core.settings.paths import STACK_DIR, WAREHOUSE_DIR
-from ingest.core.spark.jvm import delta_jars, log_store_jar
+from ingest.core.spark.jvm import delta_jars, local_log_store_jar, log_store_jar
 from ingest.core.spark.object_storage import lakehouse_uri
 
 HOST = bind_host()
@@ -121,7 +121,7 @@ def _thrift_conf(config: ClusterConfig) -> list[str]:
         settings["spark.gamelake.bronze.path"] = spark_settings(WAREHOUSE_DIR)["spark.gamelake.bronze.path"]
     # The Thrift Server resolves data sources through the JVM's class path, not spark.jars' loader;
     # S3A's jars and a shared metastore's driver are there already.
-    jars = [str(jar) for jar in delta_jars()]
+    jars = [str(jar) for jar in [*delta_jars(), local_log_store_jar()]]
     if lakehouse is not None:
         jars.append(str(log_store_jar()))
     class_path = ":".join(filter(None, [*jars, settings.get("spark.driver.extraClassPath")]))

@@ -1,6 +1,6 @@
-"""Where the product's JVM jars live, resolved into .cache/jvm: Delta Lake for Spark (``make jvm``),
-and for tables on S3 and a shared metastore, Hadoop's S3A connector, gamelake's conditional-put
-log store and the PostgreSQL driver (``make jvm-s3``)."""
+"""Where the product's JVM jars live, resolved into .cache/jvm: Delta Lake for Spark and gamelake's
+log store for the local disk (``make jvm``), and for tables on S3 and a shared metastore, Hadoop's
+S3A connector, gamelake's conditional-put log store and the PostgreSQL driver (``make jvm-s3``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ S3A_JARS_DIR = JVM_DIR / f"hadoop-aws-{HADOOP_VERSION}"
 LOG_STORE_SOURCE = PROJECT_DIR / "native" / "delta-logstore" / "src"
 LOG_STORE_JAR = JVM_DIR / "gamelake-delta-logstore.jar"
 LOG_STORE_CLASS = "io.gamelake.delta.ConditionalPutLogStore"
+# Delta's log on the local disk: a listing that reads the status only of the entries it returns
+LOCAL_LOG_STORE_SOURCE = PROJECT_DIR / "native" / "local-logstore" / "src"
+LOCAL_LOG_STORE_JAR = JVM_DIR / "gamelake-local-logstore.jar"
+LOCAL_LOG_STORE_CLASS = "io.gamelake.delta.NameListingLogStore"
 POSTGRES_JDBC_VERSION = "42.7.14"
 POSTGRES_JDBC_JAR = JVM_DIR / f"postgresql-{POSTGRES_JDBC_VERSION}.jar"
 
@@ -34,6 +38,14 @@ def s3a_jars() -> list[Path]:
     if not jars:
         raise ConfigError(f"no S3A jars in {S3A_JARS_DIR}: Spark on S3 needs them; run `make jvm-s3`")
     return jars
+
+
+def local_log_store_jar() -> Path:
+    if not LOCAL_LOG_STORE_JAR.is_file():
+        raise ConfigError(
+            f"no {LOCAL_LOG_STORE_JAR}: Spark lists Delta's local logs through it; run `make jvm`"
+        )
+    return LOCAL_LOG_STORE_JAR
 
 
 def log_store_jar() -> Path:

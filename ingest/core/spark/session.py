@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingest.core.settings.paths import WAREHOUSE_DIR, spark_warehouse
-from ingest.core.spark.jvm import delta_jars, log_store_jar, postgres_jdbc_jar
+from ingest.core.spark.jvm import (
+    LOCAL_LOG_STORE_CLASS,
+    delta_jars,
+    local_log_store_jar,
+    log_store_jar,
+    postgres_jdbc_jar,
+)
 from ingest.core.spark.metastore import metastore_url, shared_metastore_settings
 from ingest.core.spark.object_storage import lakehouse_uri, s3_spark_settings
 
@@ -54,7 +60,7 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR, lakehouse: str | None = None
     under ``warehouse`` too, or on S3 under ``lakehouse`` (``s3://bucket/prefix``) when given."""
     home = warehouse if lakehouse is None else s3_home(warehouse)
     metastore = home / "metastore_db"
-    jars = delta_jars() if lakehouse is None else [*delta_jars(), log_store_jar()]
+    jars = [*delta_jars(), local_log_store_jar(), *([log_store_jar()] if lakehouse else [])]
     settings = {
         "spark.master": "local[2]",
         "spark.app.name": "gamelake",
@@ -76,6 +82,9 @@ def spark_settings(warehouse: Path = WAREHOUSE_DIR, lakehouse: str | None = None
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.adaptive.enabled": "true",
         "spark.databricks.delta.snapshotPartitions": "2",
+        # Delta lists a table's _delta_log for almost every statement: read the status of only
+        # the entries it needs (native/local-logstore; bench/results/log_listing.md)
+        "spark.delta.logStore.file.impl": LOCAL_LOG_STORE_CLASS,
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # Not a Spark setting: where dbt's on-run-start registers the bronze source.
         "spark.gamelake.bronze.path": os.environ.get(
