@@ -15,7 +15,9 @@ In one warm local Spark session, on a small Delta table like a game's silver (pa
 day, change data feed on), each step pads ``_delta_log`` up to ``--entries`` with empty hidden
 files (``.pad-NNNNNNN.json.crc``: listed and stat'ed as an old commit's side file is, read by no
 one), then times, as medians of ``--rounds`` after one warm-up: Hadoop's ``listStatus`` of the
-directory, an INSERT of 100 rows (a statement and its commit, which list the log), and the first
+directory; a listing from the table's newest version (what Delta asks for) by Delta's own local
+log store and by gamelake's (native/local-logstore, which reads the status only of the entries
+it returns); an INSERT of 100 rows (a statement and its commit, which list the log), and the first
 count of the new snapshot. Printed and appended to bench/results/log_listing.md with the machine
 and date.
 """
@@ -51,22 +53,40 @@ def pad(log: Path, entries: int) -> int:
 
 
 def measure(spark: Any, table: Path, rounds: int) -> dict[str, float]:
-    """Medians (s) of the directory's listing, an INSERT and the next count, after one warm-up."""
-    jvm = spark._jvm
+    """Medians (s) of the directory's listing, a listing from the table's version by Delta's own
+    local log store and by gamelake's, an INSERT and the next count (through the store the session
+    names), after one warm-up."""
+    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
     log = jvm.org.apache.hadoop.fs.Path(str(table / "_delta_log"))
-    fs = log.getFileSystem(spark._jsc.hadoopConfiguration())
+    fs = log.getFileSystem(conf)
+    stores = {
+        "Delta's listFrom": jvm.io.delta.storage.LocalLogStore(conf),
+        "gamelake's listFrom": jvm.io.gamelake.delta.NameListingLogStore(conf),
+    }
     insert = f"insert into delta.`{table}` select id, current_date() from range(100)"
     count = f"select count(*) from delta.`{table}` where event_date = current_date()"
-    times: dict[str, list[float]] = {
-        "listStatus of _delta_log": [],
-        "insert 100 rows": [],
-        "first count after": [],
-    }
+    times: dict[str, list[float]] = {name: [] for name in ["listStatus of _delta_log", *stores]}
+    times |= {"insert 100 rows": [], "first count after": []}
     for _ in range(rounds + 1):
         times["listStatus of _delta_log"].append(_timed(lambda: fs.listStatus(log)))
+        version = spark.sql(f"describe history delta.`{table}` limit 1").first()["version"]
+        start = jvm.org.apache.hadoop.fs.Path(log, f"{version:020d}.")
+        for name, store in stores.items():
+            times[name].append(_timed(lambda store=store, start=start: _drain(store.listFrom(start, conf))))
         times["insert 100 rows"].append(_timed(lambda: spark.sql(insert).collect()))
         times["first count after"].append(_timed(lambda: spark.sql(count).collect()))
     return {name: statistics.median(values[1:]) for name, values in times.items()}
+
+
+def _drain(listed: Any) -> None:
+    while listed.hasNext():
+        listed.next()
+
+
+def spark_store() -> str:
+    from ingest.core.spark.session import spark_settings
+
+    return spark_settings().get("spark.delta.logStore.file.impl", "Delta's own")
 
 
 def run(steps: list[int], rounds: int) -> list[str]:
@@ -92,10 +112,13 @@ def run(steps: list[int], rounds: int) -> list[str]:
             spark.stop()
     return [
         f"- a silver-like table (100 rows an INSERT, partitioned by day, change data feed on); medians of "
-        f"{rounds} rounds after a warm-up; entries in `_delta_log` when the step began",
+        f"{rounds} rounds after a warm-up; entries in `_delta_log` when the step began; the INSERT and "
+        f"the count list through the session's store "
+        f"(`spark.delta.logStore.file.impl`: {spark_store()})",
         "",
-        "| entries in _delta_log | listStatus s | INSERT of 100 rows s | first count after s |",
-        "|---:|---:|---:|---:|",
+        "| entries in _delta_log | listStatus s | listFrom, Delta's local store s | listFrom, gamelake's s "
+        "| INSERT of 100 rows s | first count after s |",
+        "|---:|---:|---:|---:|---:|---:|",
         *rows,
         "",
     ]
