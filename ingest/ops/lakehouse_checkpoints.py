@@ -13,13 +13,14 @@ which is left as the backstop of builds outside the refresh, and the refresh's u
 checkpoints a table once ``checkpoint_commits`` commits have followed its last checkpoint: the
 furthest behind first, at most ``1 + tables // checkpoint_commits`` a cycle, so tables that
 fall due together are spread over the next cycles and stay spread. Each checkpoint is followed by
-delta-rs' cleanup of the log files older than the table's ``delta.logRetentionDuration`` (Delta's
-default, 30 days), which Spark did after its own checkpoints.
+delta-rs' cleanup of the log files older than the table's ``delta.logRetentionDuration``, which
+Spark did after its own checkpoints.
 
-Each statement lists its table's ``_delta_log``, and the listing costs about 15 µs an entry on a
-local disk (bench/results/log_listing.md): an INSERT of 100 rows 0.37 s at 4,000 entries, 12.1 s
-at 400,000. Delta's default retention (30 days) would keep 350,000-520,000 entries of a table the
-refresh commits to every cycle, so these tables keep ``DEFAULT_LOG_HOURS`` of log (``ingest
+Each statement lists its table's ``_delta_log``: through Hadoop about 15 µs an entry on a local
+disk (an INSERT of 100 rows 0.37 s at 4,000 entries, 12.1 s at 400,000), through gamelake's
+local log store about 1 µs (native/local-logstore; bench/results/log_listing.md). Delta's
+default retention (30 days) would keep 350,000-520,000 entries of a table the refresh commits to
+every cycle, so these tables keep ``DEFAULT_LOG_HOURS`` of log (``ingest
 refresh --log-hours``), about 4,000 entries. Their readers need less: every ``version as of``
 names a version of the cycle, the marks ride in the latest commits, and a gold table whose mark
 is older than silver's log recomputes from a pinned snapshot (ingest/ops/gold_marks.py).
