@@ -2,8 +2,9 @@
 turn, in one Spark session.
 
     python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|
-                                          gold-interpreted|histogram|one-statement
-                                [--games 5] [--pairs 4] [--new 6000]
+                                          gold-interpreted|histogram|one-statement|
+                                          stats-columns
+                                [--games 5] [--pairs 4] [--new 6000] [--warm-cycles 8]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
 
@@ -32,9 +33,16 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   a day, and a compiled statement pays its code generation first;
 * ``histogram``: the refresh with Delta's file size histogram left out of each snapshot's state
   (``spark.databricks.delta.fileSizeHistogramMetrics.enabled=false``), against Delta's default.
+* ``stats-columns``: silver's and gold's files with Delta's statistics on the columns their readers
+  skip by (``delta.dataSkippingStatsColumns``: ingest/ops/stats_columns.py, the refresh's since this
+  comparison), against statistics on every column
+  (Delta's default): each row a task writes goes through the statistics' aggregate, interpreted
+  in a small cycle. A table property, so each block sets or unsets it on the tables first (one
+  commit each, in the block's untimed cycle).
 
 On bench.refresh_profile's private lakehouse (the repo's dbt project as it is now, 60,000 events
-of history), one warm-up cycle runs, then ``--pairs`` pairs of blocks, one block per side. A
+of history), ``--warm-cycles`` cycles run first (the JIT takes about 8 to settle,
+bench/results/jvm_cpu.md), then ``--pairs`` pairs of blocks, one block per side. A
 block is two cycles of one side and only its second is timed: a cycle leaves Delta snapshots read
 or unread for the next one, so a timed cycle follows one of its own side. The order inside a pair
 alternates. Before every cycle ``--new`` events land in bronze for all the games, so both sides
@@ -50,25 +58,57 @@ import json
 import os
 import statistics
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.incremental import _bronze_rows, _land
+from bench.jvm_cpu import process_cpu
 from bench.refresh_profile import _cycle, open_lakehouse
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.ops import lakehouse_checkpoints
 from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.codegen_mode import set_mode
 from ingest.ops.refresh_command import CycleSize
 from ingest.ops.refresh_selection import GOLD_CHECK, after_slice_args
+from ingest.ops.stats_columns import STATS_COLUMNS, stats_columns, wanted_columns
 from ingest.ops.warm_dbt import WarmDbt
 
 RESULTS_DIR = PROJECT_DIR / "bench" / "results"
 # Delta 4.4 adds an imperative aggregate (a file size histogram) to every snapshot's state
 # reconstruction, which a MERGE's scan of gold runs (delta-io/delta#6854)
 HISTOGRAM_CONF = "spark.databricks.delta.fileSizeHistogramMetrics.enabled"
+
+
+def _stats_tables(spark: Any) -> list[tuple[str, str]]:
+    """(schema.table, the columns its readers skip by) of the lakehouse's silver and gold tables."""
+    found = []
+    for schema in ("silver", "gold"):
+        for row in spark.sql(f"show tables in {schema}").collect():
+            if row.isTemporary:  # dbt's views of a statement's rows
+                continue
+            name = f"{schema}.{row.tableName}"
+            held = [field.name for field in spark.table(name).schema.fields] if wanted_columns(name) else []
+            columns = stats_columns(name, held)
+            if columns is not None:
+                found.append((name, columns))
+    return found
+
+
+def stats_on_readers_columns(spark: Any) -> None:
+    lakehouse_checkpoints.stats_columns = stats_columns
+    for name, columns in _stats_tables(spark):
+        spark.sql(f"alter table {name} set tblproperties ('{STATS_COLUMNS}' = '{columns}')")
+
+
+def stats_on_every_column(spark: Any) -> None:
+    # the refresh's upkeep would set them again on the tables the block's first cycle writes
+    lakehouse_checkpoints.stats_columns = lambda name, held: None
+    for name, _ in _stats_tables(spark):
+        spark.sql(f"alter table {name} unset tblproperties if exists ('{STATS_COLUMNS}')")
 
 
 def with_gold_check(selection: list[str]) -> list[str]:
@@ -88,6 +128,8 @@ class Comparison:
     confs: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> Spark confs for its cycles
     pools: dict[str, bool] = field(default_factory=dict)  # side -> each dbt thread in its own pool
     environ: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> environment for its cycles
+    before_block: dict[str, Callable[[Any], None]] = field(default_factory=dict)  # side -> f(spark)
+    restore: Callable[[Any], None] | None = None  # leaves the lakehouse as the refresh has it
 
 
 COMPARISONS = {
@@ -153,6 +195,21 @@ COMPARISONS = {
         {"histogram off": {"gold_threads": 2}, "histogram on (Delta's default)": {"gold_threads": 2}},
         {"histogram off": {HISTOGRAM_CONF: "false"}},
     ),
+    "stats-columns": Comparison(
+        "Warm refresh cycles with file statistics on the readers' columns, and on every column",
+        RESULTS_DIR / "stats_columns_pairs.md",
+        "# Silver's and gold's file statistics on the columns read by, paired (bench/cycle_pairs.py"
+        " --compare stats-columns)\n",
+        {
+            "statistics on readers' columns": {"gold_threads": 2},
+            "every column (Delta's default)": {"gold_threads": 2},
+        },
+        before_block={
+            "statistics on readers' columns": stats_on_readers_columns,
+            "every column (Delta's default)": stats_on_every_column,
+        },
+        restore=stats_on_readers_columns,  # as dbt and the refresh's upkeep leave them
+    ),
 }
 
 
@@ -171,7 +228,9 @@ def _pool_per_thread(spark: Any, on: dict[str, bool]) -> None:
     dbt_session.Cursor.execute = in_pool  # type: ignore[method-assign]
 
 
-def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[dict[str, float]]:
+def measure(
+    comparison: Comparison, games: int, pairs: int, new: int, warm_cycles: int = 1
+) -> list[dict[str, float]]:
     pooled = {"pools": False}
     if comparison.pools:  # a static setting: before the session's JVM starts
         os.environ["PYSPARK_SUBMIT_ARGS"] = "--conf spark.scheduler.mode=FAIR pyspark-shell"
@@ -185,8 +244,11 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
     watch = BronzeWatch(bronze, ReaderMarks(root / "warehouse" / "spark" / "silver.db"))
     runner = WarmDbt(project, project / "profiles", parses=0)
 
-    def cycle(side: str) -> tuple[float, float]:
-        """One cycle of ``side``: its wall time and, of it, the upkeep's (compact, vacuum, checkpoint)."""
+    jvm = spark.sparkContext._gateway.proc.pid  # spark-submit execs the JVM under this pid
+
+    def cycle(side: str) -> tuple[float, float, float]:
+        """One cycle of ``side``: its wall time, of it the upkeep's (compact, vacuum, checkpoint),
+        and the JVM's CPU seconds in it (steadier than wall time on a shared 2-core machine)."""
         _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, state["games"], 0.01))
         state["next_id"] += new
         confs = comparison.confs.get(side, {})
@@ -195,6 +257,7 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
         for key, value in confs.items():
             spark.conf.set(key, value)
         os.environ.update(environ)
+        cpu_before = process_cpu(jvm)
         try:
             took, results, upkeep = _cycle(
                 runner, spark, None, "refresh", watch, new, **comparison.sides[side]
@@ -207,23 +270,31 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
         failed = [r.node.name for r in results if r.status not in ("success", "pass")]
         if failed:
             raise SystemExit(f"the cycle failed: {failed}")
-        return took, _upkeep_seconds(upkeep)
+        return took, _upkeep_seconds(upkeep), process_cpu(jvm) - cpu_before
 
     sides = list(comparison.sides)
     try:
-        cycle(sides[0])  # warm-up
+        for _ in range(warm_cycles):
+            cycle(sides[0])
         measured = []
         for pair in range(pairs):
-            times, upkeeps = {}, {}
+            times, upkeeps, cpus = {}, {}, {}
             for side in sides if pair % 2 == 0 else reversed(sides):
+                if side in comparison.before_block:
+                    comparison.before_block[side](spark)
                 cycle(side)  # the block's first: it follows the other side
-                times[side], upkeeps[side] = cycle(side)
+                times[side], upkeeps[side], cpus[side] = cycle(side)
             print(
                 f"pair {pair + 1}: "
-                + ", ".join(f"{s} {times[s]:.1f} s (upkeep {upkeeps[s]:.1f} s)" for s in sides),
+                + ", ".join(
+                    f"{s} {times[s]:.1f} s (upkeep {upkeeps[s]:.1f} s, JVM CPU {cpus[s]:.1f} s)"
+                    for s in sides
+                ),
                 flush=True,
             )
-            measured.append(times | {_upkeep_key(s): upkeeps[s] for s in sides})
+            measured.append(
+                times | {_upkeep_key(s): upkeeps[s] for s in sides} | {_cpu_key(s): cpus[s] for s in sides}
+            )
         if comparison.pools:  # the pools the scheduler made: the threads' own, beside "default"
             made = spark.sparkContext._jsc.sc().getAllPools()
             names = sorted(made.apply(i).name() for i in range(made.size()))
@@ -231,6 +302,8 @@ def measure(comparison: Comparison, games: int, pairs: int, new: int) -> list[di
             assert any(name.startswith("dbt-") for name in names), names
     finally:
         (root / "state.json").write_text(json.dumps(state))
+        if comparison.restore is not None:
+            comparison.restore(spark)
         spark.stop()
     return measured
 
@@ -239,30 +312,39 @@ def _upkeep_key(side: str) -> str:
     return f"{side}: upkeep"
 
 
+def _cpu_key(side: str) -> str:
+    return f"{side}: JVM CPU"
+
+
 def _upkeep_seconds(done: Any) -> float:
     """The upkeep's share of a cycle: a rare compaction or checkpoint lands in one side's cycle."""
     return 0.0 if done is None else done.compact_seconds + done.vacuum_seconds + done.checkpoint_seconds
 
 
-def report(comparison: Comparison, games: int, new: int, measured: list[dict[str, float]]) -> list[str]:
+def report(
+    comparison: Comparison, games: int, new: int, measured: list[dict[str, float]], warm_cycles: int = 1
+) -> list[str]:
     change, before = list(comparison.sides)
     lines = [
-        f"{games} games, {new:,} new events for all of them before each cycle; blocks of two warm "
-        "cycles of one side in turn, each block's second timed",
+        f"{games} games, {new:,} new events for all of them before each cycle; {warm_cycles} cycle(s) "
+        "before the first pair; blocks of two warm cycles of one side in turn, each block's second timed",
         "",
-        f"| pair | {change} s | {before} s | ratio | of them upkeep s |",
-        "|---:|---:|---:|---:|---:|",
+        f"| pair | {change} s | {before} s | ratio | of them upkeep s | JVM CPU s |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     ratios = [t[change] / t[before] for t in measured]
     for i, (times, ratio) in enumerate(zip(measured, ratios, strict=True), start=1):
         upkeep = f"{times[_upkeep_key(change)]:.1f} / {times[_upkeep_key(before)]:.1f}"
-        lines.append(f"| {i} | {times[change]:.1f} | {times[before]:.1f} | {ratio:.2f} | {upkeep} |")
+        cpu = f"{times.get(_cpu_key(change), 0):.1f} / {times.get(_cpu_key(before), 0):.1f}"
+        lines.append(f"| {i} | {times[change]:.1f} | {times[before]:.1f} | {ratio:.2f} | {upkeep} | {cpu} |")
     lines += [
         "",
         f"- median: {statistics.median(t[change] for t in measured):.1f} s {change}, "
         f"{statistics.median(t[before] for t in measured):.1f} s {before}; "
         f"median ratio {statistics.median(ratios):.2f}",
         f"- median saving per cycle: {statistics.median(t[before] - t[change] for t in measured):.1f} s",
+        f"- JVM CPU a timed cycle, median: {statistics.median(t[_cpu_key(change)] for t in measured):.1f} s "
+        f"{change}, {statistics.median(t[_cpu_key(before)] for t in measured):.1f} s {before}",
     ]
     return lines
 
@@ -275,9 +357,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=5)
     parser.add_argument("--pairs", type=int, default=4)
     parser.add_argument("--new", type=int, default=6000)
+    parser.add_argument("--warm-cycles", type=int, default=8, help="cycles before the first pair")
     args = parser.parse_args(argv)
     comparison = COMPARISONS[args.compare]
-    lines = report(comparison, args.games, args.new, measure(comparison, args.games, args.pairs, args.new))
+    measured = measure(comparison, args.games, args.pairs, args.new, args.warm_cycles)
+    lines = report(comparison, args.games, args.new, measured, args.warm_cycles)
     append_section(comparison.results, comparison.title, lines, heading=comparison.heading)
     return 0
 
