@@ -47,6 +47,7 @@ from deltalake.exceptions import DeltaError
 from ingest.landing.delta.log_folder import log_folder
 from ingest.landing.delta.table_location import TableLocation
 from ingest.ops.log_side_files import remove_orphaned
+from ingest.ops.stats_columns import STATS_COLUMNS, stats_columns
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +114,13 @@ def refresh_table_properties(log_hours: float) -> dict[str, str]:
 
 
 def adopt_properties(spark: Any, name: str, table: DeltaTable, log_hours: float) -> bool:
-    """Set ``refresh_table_properties`` on ``table`` (``name``: a validated ``schema.table``) when
-    it holds others, in one commit; whether it did."""
+    """Set ``refresh_table_properties`` and the columns it keeps file statistics on
+    (stats_columns.py) on ``table`` (``name``: a validated ``schema.table``) when it holds others,
+    in one commit; whether it did."""
     wanted = refresh_table_properties(log_hours)
+    columns = stats_columns(name, table.schema().to_arrow().names)
+    if columns is not None:
+        wanted[STATS_COLUMNS] = columns
     held = table.metadata().configuration
     if all(held.get(key) == value for key, value in wanted.items()):
         return False

@@ -19,7 +19,8 @@
     {{- assert_game_slug(game_slug) -}}
     {#- a build hands the MERGE each day's change, which it adds to the stored day (gold_merge.sql) -#}
     {{- config(unique_key='event_date', gamelake_merge_adds=_day_counts(),
-        gamelake_merge_greatest=['silver_loaded_at']) -}}
+        gamelake_merge_greatest=['silver_loaded_at'],
+        tblproperties=gamelake_gold_table_properties(['event_date'])) -}}
     {%- set silver = ref('silver_' ~ game_slug) -%}
     {%- set plan = gamelake_silver_read_plan(silver) -%}
     {%- set key = gamelake_gold_key('event_date', 'gold_' ~ game_slug ~ '_daily_active') -%}

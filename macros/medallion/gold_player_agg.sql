@@ -13,7 +13,9 @@
     reads up to (_backfilled_player_agg). -#}
 {% macro gold_player_agg(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
-    {{- config(unique_key='gamer_id') -}}
+    {#- file statistics: the key, and the times daily_active_batches.py reads the maxima of -#}
+    {{- config(unique_key='gamer_id', tblproperties=gamelake_gold_table_properties(
+        ['gamer_id', 'first_event_at', 'last_event_at', 'last_purchase_at'])) -}}
     {%- set counts = ['event_count', 'session_count', 'match_count', 'purchase_count',
                       'achievement_count', 'level_up_count', 'total_session_ms'] -%}
     {%- set plan = gamelake_silver_read_plan(ref('silver_' ~ game_slug)) -%}

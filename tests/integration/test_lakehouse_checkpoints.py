@@ -9,6 +9,7 @@ checkpoint) reads every row and every change back, across the commit that set th
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from ingest.ops.lakehouse_checkpoints import (
     commits_behind,
     refresh_table_properties,
 )
+from ingest.ops.stats_columns import STATS_COLUMNS
 from tests.integration import dbt_support as support
 
 pytestmark = pytest.mark.integration
@@ -140,3 +142,41 @@ def test_the_cleanup_leaves_no_side_files_of_the_versions_it_removed(tmp_path: P
         assert spark.sql(f"select count(*) from {name} version as of 6").first()[0] == 60
         changes = spark.sql(f"select count(*) from table_changes_by_path('{table}', 8)").first()[0]
         assert changes == 20
+
+
+def test_the_upkeep_gives_a_table_created_before_statistics_on_its_readers_columns_alone(
+    tmp_path: Path,
+) -> None:
+    """A player_agg that Delta gave statistics on every column, and that predates
+    last_purchase_at, is given statistics on the key and the times its readers use (those it
+    has: Delta refuses one it lacks) in the upkeep's one commit of properties; Spark's next
+    write keeps statistics on those alone, and the table reads back whole."""
+    location = tmp_path / "tables" / "gold_stats_player_agg"
+    name = "gold.gold_stats_check_player_agg"
+    with support.local_spark(tmp_path / "warehouse") as spark:
+        spark.sql("create schema if not exists gold")
+        spark.sql(f"drop table if exists {name}")
+        spark.sql(
+            f"create table {name} (gamer_id string, event_count bigint, first_event_at timestamp,"
+            f" last_event_at timestamp, best_score bigint) using delta location '{location}'"
+        )
+        row = "timestamp '2026-11-30 10:00:00', timestamp '2026-11-30 11:00:00'"
+        spark.sql(f"insert into {name} values ('g1', 1, {row}, 5)")
+        every = {"gamer_id", "event_count", "first_event_at", "last_event_at", "best_score"}
+        assert _newest_statistics(location) == every
+        assert adopt_properties(spark, name, DeltaTable(str(location)), DEFAULT_LOG_HOURS)
+        held = DeltaTable(str(location)).metadata().configuration
+        assert held[STATS_COLUMNS] == "gamer_id,first_event_at,last_event_at", held
+        assert held[LOG_RETENTION] == "interval 6 hours", held
+        assert not adopt_properties(spark, name, DeltaTable(str(location)), DEFAULT_LOG_HOURS)
+        spark.sql(f"insert into {name} values ('g2', 2, {row}, 7)")
+        assert _newest_statistics(location) == {"gamer_id", "first_event_at", "last_event_at"}
+        assert spark.sql(f"select count(*), sum(best_score) from {name}").first() == (2, 12)
+        spark.sql(f"drop table {name}")
+
+
+def _newest_statistics(table: Path) -> set[str]:
+    """The columns the newest commit's added files carry statistics for."""
+    newest = max((table / "_delta_log").glob("*.json"))
+    actions = [json.loads(line) for line in newest.read_text().splitlines() if line]
+    return {column for a in actions if "add" in a for column in json.loads(a["add"]["stats"])["nullCount"]}

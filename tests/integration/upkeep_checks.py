@@ -18,6 +18,7 @@ from ingest.landing.delta.table_location import TableLocation
 from ingest.ops.bronze_marks import committed_mark
 from ingest.ops.lakehouse_checkpoints import SPARK_INTERVAL
 from ingest.ops.refresh_selection import SLICE
+from ingest.ops.stats_columns import STATS_COLUMNS, stats_columns
 from tests.integration import dbt_support as support
 
 # compact a partition at 2 small files, vacuum at once, checkpoint every 2 commits: each build's
@@ -63,6 +64,12 @@ def assert_upkept(
         configuration = location.delta_table().metadata().configuration
         assert configuration.get("delta.checkpointInterval") == str(SPARK_INTERVAL), name
         assert _last_checkpoint(location) >= 2, f"{name} has no checkpoint of the upkeep's"
+    # dbt created each kind with file statistics on its readers' columns, and Spark wrote no others
+    for name in (f"silver.silver_{busy}", f"gold.gold_{busy}_player_agg", f"gold.gold_{busy}_daily_active"):
+        delta = place.table(name).delta_table()
+        wanted = stats_columns(name, delta.schema().to_arrow().names)
+        assert wanted and delta.metadata().configuration.get(STATS_COLUMNS) == wanted, name
+        assert _spark_statistics_columns(place.table(name)) == set(wanted.split(",")), name
     checkpointed = [
         line.split("checkpointed ", 1)[1] for line in output.splitlines() if "checkpointed " in line
     ]
@@ -73,6 +80,20 @@ def assert_upkept(
     # quiet, one file a partition and nothing replaced, got no upkeep commit at all
     untouched = _operations(place.table(f"silver.silver_{quiet}").delta_table())
     assert not set(untouched) & {"OPTIMIZE", "VACUUM START", "VACUUM END"}, untouched
+
+
+def _spark_statistics_columns(table: TableLocation) -> set[str]:
+    """The columns Spark's newest data commit to ``table`` wrote file statistics for (read from
+    the commit itself: delta-rs derives its statistics schema from the table's properties)."""
+    folder = log_folder(table)
+    for version in range(table.delta_table().version(), -1, -1):
+        text = folder.read_text(f"{version:020d}.json")
+        actions = [json.loads(line) for line in (text or "").splitlines() if line]
+        engine = next((str(a["commitInfo"].get("engineInfo", "")) for a in actions if "commitInfo" in a), "")
+        stats = [json.loads(a["add"]["stats"]) for a in actions if a.get("add", {}).get("stats")]
+        if engine.startswith("Apache-Spark") and stats:
+            return {column for found in stats for column in found.get("nullCount", {})}
+    raise AssertionError(f"no commit of Spark's with file statistics in {table}")
 
 
 def _last_checkpoint(table: TableLocation) -> int:
