@@ -1,20 +1,23 @@
-{#- Per gamer of one game. Incremental by merge: the silver rows inserted after the silver
-    version this table holds (gamelake_silver_read_plan) are aggregated, then combined with
-    the stored row of each touched gamer (counts add, mins and maxes merge). The stored rows are
-    joined unfiltered: a filter `gamer_id in (select gamer_id from batch)` computes the batch
-    (silver's change feed) a second time, 1.2 s of source against 0.6 s
-    (bench/results/gold_merge.md), and the MERGE reads the whole table anyway. Without a mark
-    the totals are recomputed from silver and replace the stored rows.
+{#- Per gamer of one game. Incremental: the silver rows inserted after the silver version this
+    table holds (gamelake_silver_read_plan) are aggregated, then combined with the stored rows
+    (counts add, mins and maxes merge), and the table is rewritten whole in one statement
+    (insert_overwrite, macros/project/lean_incremental.sql). A MERGE rewrote the table's one file
+    too, but read it three times: once in its source, joined to the batch, and twice more in
+    its own two passes, matching keys and copying rows (1.56-1.60 s against 2.01-2.35 s,
+    bench/results/gold_merge.md; a cycle: bench/results/player_agg_write_pairs.md). A gamer the
+    batch does not touch keeps its row as stored, updated_at included. Without a mark the
+    totals are recomputed from silver and replace the stored rows.
     session_count counts session_start events: each session emits exactly one,
     and silver holds each event once, so it counts sessions, not events.
     last_purchase_at is what daily_active's paying_players needs to add a cycle's payers
     without reading the day (gold_daily_active.sql). A table built before it had the column
     gets it filled once, for every gamer, from silver's purchases at the version this build
-    reads up to (_backfilled_player_agg). -#}
+    reads up to (_purchases_up_to), and every row counts as updated. -#}
 {% macro gold_player_agg(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
     {#- file statistics: the key, and the times daily_active_batches.py reads the maxima of -#}
-    {{- config(unique_key='gamer_id', tblproperties=gamelake_gold_table_properties(
+    {{- config(incremental_strategy='insert_overwrite',
+        tblproperties=gamelake_gold_table_properties(
         ['gamer_id', 'first_event_at', 'last_event_at', 'last_purchase_at'])) -}}
     {%- set counts = ['event_count', 'session_count', 'match_count', 'purchase_count',
                       'achievement_count', 'level_up_count', 'total_session_ms'] -%}
@@ -47,43 +50,59 @@ batch as (
     group by gamer_id
 ),
 
+{%- if incremental %}
 {%- if backfill %}
-{{ _backfilled_player_agg(ref('silver_' ~ game_slug), plan, counts) }}
-{%- elif incremental %}
+{{ _purchases_up_to(ref('silver_' ~ game_slug), plan) }}
+{%- endif %}
 
-previous_totals as (
+stored as (
     select * from {{ this }}
 ),
 
 merged as (
     select
-        batch.gamer_id,
+        coalesce(batch.gamer_id, stored.gamer_id) as gamer_id,
         {%- for column in counts %}
-        batch.{{ column }} + coalesce(previous_totals.{{ column }}, 0) as {{ column }},
+        coalesce(batch.{{ column }}, 0) + coalesce(stored.{{ column }}, 0) as {{ column }},
         {%- endfor %}
-        greatest(batch.best_score, previous_totals.best_score) as best_score,
-        greatest(batch.max_level, previous_totals.max_level) as max_level,
-        least(batch.first_event_at, previous_totals.first_event_at) as first_event_at,
-        greatest(batch.last_event_at, previous_totals.last_event_at) as last_event_at,
-        greatest(batch.last_purchase_at, previous_totals.last_purchase_at) as last_purchase_at,
-        greatest(batch.silver_loaded_at, previous_totals.silver_loaded_at) as silver_loaded_at,
-        greatest(batch.silver_version, previous_totals.silver_version) as silver_version
+        greatest(batch.best_score, stored.best_score) as best_score,
+        greatest(batch.max_level, stored.max_level) as max_level,
+        least(batch.first_event_at, stored.first_event_at) as first_event_at,
+        greatest(batch.last_event_at, stored.last_event_at) as last_event_at,
+        {%- if backfill %}
+        purchases.last_purchase_at,
+        {%- else %}
+        greatest(batch.last_purchase_at, stored.last_purchase_at) as last_purchase_at,
+        {%- endif %}
+        greatest(batch.silver_loaded_at, stored.silver_loaded_at) as silver_loaded_at,
+        greatest(batch.silver_version, stored.silver_version) as silver_version,
+        {#- an untouched gamer keeps its updated_at; the backfill updates every row #}
+        {{ 'true' if backfill else 'batch.gamer_id is not null' }} as touched,
+        stored.updated_at as stored_updated_at
     from batch
-    left join previous_totals
-        on batch.gamer_id = previous_totals.gamer_id
+    full outer join stored
+        on batch.gamer_id = stored.gamer_id
+    {%- if backfill %}
+    left join purchases
+        on coalesce(batch.gamer_id, stored.gamer_id) = purchases.gamer_id
+    {%- endif %}
 ),
 {%- else %}
 
 merged as (
-    select * from batch
+    select
+        *,
+        true as touched,
+        cast(null as timestamp) as stored_updated_at
+    from batch
 ),
 {%- endif %}
 
 final as (
     select
         '{{ game_slug }}' as game_slug,
-        merged.* except (last_purchase_at),
-        current_timestamp() as updated_at,
+        merged.* except (last_purchase_at, touched, stored_updated_at),
+        if(merged.touched, current_timestamp(), merged.stored_updated_at) as updated_at,
         {#- after updated_at, where a table built before it appends it (on_schema_change): every
             game's table then has its columns in one order, which gold_all_games unions by #}
         merged.last_purchase_at
@@ -95,10 +114,9 @@ select * from final
 
 
 
-{#- The merge of a table built before last_purchase_at: every stored gamer, touched or not, gets
-    it from silver's purchases up to plan.to, which is what the table holds once this build's
-    batch is in. A whole-table rewrite, once. -#}
-{% macro _backfilled_player_agg(silver, plan, counts) %}
+{#- Every stored gamer's last purchase from silver's purchases up to plan.to, which is what the
+    table holds once this build's batch is in: for a table built before last_purchase_at. -#}
+{% macro _purchases_up_to(silver, plan) %}
 purchases as (
     select
         gamer_id,
@@ -106,29 +124,5 @@ purchases as (
     from {{ silver }} version as of {{ plan.to }}
     where event_type = 'purchase'
     group by gamer_id
-),
-
-previous_totals as (
-    select * from {{ this }}
-),
-
-merged as (
-    select
-        coalesce(batch.gamer_id, previous_totals.gamer_id) as gamer_id,
-        {%- for column in counts %}
-        coalesce(batch.{{ column }}, 0) + coalesce(previous_totals.{{ column }}, 0) as {{ column }},
-        {%- endfor %}
-        greatest(batch.best_score, previous_totals.best_score) as best_score,
-        greatest(batch.max_level, previous_totals.max_level) as max_level,
-        least(batch.first_event_at, previous_totals.first_event_at) as first_event_at,
-        greatest(batch.last_event_at, previous_totals.last_event_at) as last_event_at,
-        purchases.last_purchase_at,
-        greatest(batch.silver_loaded_at, previous_totals.silver_loaded_at) as silver_loaded_at,
-        greatest(batch.silver_version, previous_totals.silver_version) as silver_version
-    from batch
-    full outer join previous_totals
-        on batch.gamer_id = previous_totals.gamer_id
-    left join purchases
-        on coalesce(batch.gamer_id, previous_totals.gamer_id) = purchases.gamer_id
 ),
 {%- endmacro %}

@@ -1,6 +1,7 @@
 {#- dbt-spark's incremental materialization, with one statement where it sends four. On a Delta
-    table that exists, an append (silver, quarantine) or a MERGE that updates every column
-    (player_agg) is sent as the model's query itself, WITH SCHEMA EVOLUTION and by name: Delta
+    table that exists, an append (silver, quarantine), a whole-table overwrite (player_agg, not
+    partitioned) or a MERGE that updates every column is sent as the model's query itself, WITH
+    SCHEMA EVOLUTION and by name: Delta
     adds a column the query has and the table lacks in the same commit as the rows, which is
     what on_schema_change: append_new_columns asks for, and fails on a column it cannot add
     (DELTA_METADATA_MISMATCH), so nothing is dropped unseen. dbt-spark's path first creates a
@@ -35,6 +36,8 @@
     {%- endif -%}
     {%- set strategy = config.get('incremental_strategy') or 'append' -%}
     {%- set mergeable = strategy == 'merge' and config.get('unique_key') and not gamelake_merge_lists_columns() -%}
+    {#- dbt-spark overwrites the partitions of a partitioned table's rows (dynamic mode) -#}
+    {%- set overwrites = strategy == 'insert_overwrite' and not config.get('partition_by') -%}
     {{ return(path == 'one-statement'
         and model.language == 'sql'
         and existing is not none and existing.is_table
@@ -42,13 +45,16 @@
         and config.get('file_format') == 'delta'
         and config.get('on_schema_change') == 'append_new_columns'
         and not (config.get('incremental_predicates') or config.get('predicates'))
-        and (strategy == 'append' or mergeable)) }}
+        and (strategy == 'append' or mergeable or overwrites)) }}
 {% endmacro %}
 
 {#- The query closes on a line of its own: a model may end in a line comment. -#}
 {% macro _one_statement(strategy) %}
     {%- if strategy == 'merge' -%}
         {{ gamelake_merge_sql(this, '(\n' ~ compiled_code ~ '\n)', config.get('unique_key'), none, evolve=true) }}
+    {%- elif strategy == 'insert_overwrite' -%}
+        insert with schema evolution overwrite table {{ this }} by name
+        {{ compiled_code }}
     {%- else -%}
         insert with schema evolution into {{ this }} by name
         {{ compiled_code }}
