@@ -3,7 +3,7 @@ turn, in one Spark session.
 
     python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|
                                           gold-interpreted|histogram|one-statement|
-                                          stats-columns
+                                          stats-columns|player-agg-write
                                 [--games 5] [--pairs 4] [--new 6000] [--warm-cycles 8]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
@@ -39,6 +39,10 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   (Delta's default): each row a task writes goes through the statistics' aggregate, interpreted
   in a small cycle. A table property, so each block sets or unsets it on the tables first (one
   commit each, in the block's untimed cycle).
+* ``player-agg-write``: each player_agg rewritten whole by one ``insert overwrite`` of the batch
+  and the stored rows joined (macros/medallion/gold_player_agg.sql), against the MERGE it ran
+  before (the macro at ``MERGE_REVISION``, placed in the bench's project copy before each of
+  that side's blocks; the warm runner parses again in the block's untimed cycle).
 
 On bench.refresh_profile's private lakehouse (the repo's dbt project as it is now, 60,000 events
 of history), ``--warm-cycles`` cycles run first (the JIT takes about 8 to settle,
@@ -57,6 +61,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,6 +83,8 @@ from ingest.ops.stats_columns import STATS_COLUMNS, stats_columns, wanted_column
 from ingest.ops.warm_dbt import WarmDbt
 
 RESULTS_DIR = PROJECT_DIR / "bench" / "results"
+PLAYER_AGG_MACRO = PROJECT_DIR / "macros" / "medallion" / "gold_player_agg.sql"
+MERGE_REVISION = "b8b953e"  # the last revision whose player_agg took its rows by MERGE
 # Delta 4.4 adds an imperative aggregate (a file size histogram) to every snapshot's state
 # reconstruction, which a MERGE's scan of gold runs (delta-io/delta#6854)
 HISTOGRAM_CONF = "spark.databricks.delta.fileSizeHistogramMetrics.enabled"
@@ -98,17 +105,40 @@ def _stats_tables(spark: Any) -> list[tuple[str, str]]:
     return found
 
 
-def stats_on_readers_columns(spark: Any) -> None:
+def stats_on_readers_columns(spark: Any, project: Path) -> None:
     lakehouse_checkpoints.stats_columns = stats_columns
     for name, columns in _stats_tables(spark):
         spark.sql(f"alter table {name} set tblproperties ('{STATS_COLUMNS}' = '{columns}')")
 
 
-def stats_on_every_column(spark: Any) -> None:
+def stats_on_every_column(spark: Any, project: Path) -> None:
     # the refresh's upkeep would set them again on the tables the block's first cycle writes
     lakehouse_checkpoints.stats_columns = lambda name, held: None
     for name, _ in _stats_tables(spark):
         spark.sql(f"alter table {name} unset tblproperties if exists ('{STATS_COLUMNS}')")
+
+
+def player_agg_rewritten(spark: Any, project: Path) -> None:
+    """The bench project's player_agg macro as the repo's: the table rewritten whole."""
+    _place_player_agg(project, PLAYER_AGG_MACRO.read_text())
+
+
+def player_agg_merged(spark: Any, project: Path) -> None:
+    """The bench project's player_agg macro as it was before the rewrite: a MERGE of the batch
+    joined to the stored rows (``MERGE_REVISION``)."""
+    merged = subprocess.run(
+        ["git", "show", f"{MERGE_REVISION}:{PLAYER_AGG_MACRO.relative_to(PROJECT_DIR)}"],
+        cwd=PROJECT_DIR,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    _place_player_agg(project, merged)
+
+
+def _place_player_agg(project: Path, text: str) -> None:
+    # a new modification time: the warm runner parses again in the block's first (untimed) cycle
+    (project / PLAYER_AGG_MACRO.relative_to(PROJECT_DIR)).write_text(text)
 
 
 def with_gold_check(selection: list[str]) -> list[str]:
@@ -128,8 +158,9 @@ class Comparison:
     confs: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> Spark confs for its cycles
     pools: dict[str, bool] = field(default_factory=dict)  # side -> each dbt thread in its own pool
     environ: dict[str, dict[str, str]] = field(default_factory=dict)  # side -> environment for its cycles
-    before_block: dict[str, Callable[[Any], None]] = field(default_factory=dict)  # side -> f(spark)
-    restore: Callable[[Any], None] | None = None  # leaves the lakehouse as the refresh has it
+    # side -> f(spark, the bench's dbt project), before each block of the side
+    before_block: dict[str, Callable[[Any, Path], None]] = field(default_factory=dict)
+    restore: Callable[[Any, Path], None] | None = None  # leaves the lakehouse as the refresh has it
 
 
 COMPARISONS = {
@@ -210,6 +241,21 @@ COMPARISONS = {
         },
         restore=stats_on_readers_columns,  # as dbt and the refresh's upkeep leave them
     ),
+    "player-agg-write": Comparison(
+        "Warm refresh cycles with player_agg rewritten whole, and merged",
+        RESULTS_DIR / "player_agg_write_pairs.md",
+        "# Gold's player_agg rewritten whole in one statement, against its MERGE, paired"
+        " (bench/cycle_pairs.py --compare player-agg-write)\n",
+        {
+            "player_agg rewritten whole (the project's)": {"gold_threads": 2},
+            "player_agg by MERGE (before)": {"gold_threads": 2},
+        },
+        before_block={
+            "player_agg rewritten whole (the project's)": player_agg_rewritten,
+            "player_agg by MERGE (before)": player_agg_merged,
+        },
+        restore=player_agg_rewritten,
+    ),
 }
 
 
@@ -281,7 +327,7 @@ def measure(
             times, upkeeps, cpus = {}, {}, {}
             for side in sides if pair % 2 == 0 else reversed(sides):
                 if side in comparison.before_block:
-                    comparison.before_block[side](spark)
+                    comparison.before_block[side](spark, project)
                 cycle(side)  # the block's first: it follows the other side
                 times[side], upkeeps[side], cpus[side] = cycle(side)
             print(
@@ -303,7 +349,7 @@ def measure(
     finally:
         (root / "state.json").write_text(json.dumps(state))
         if comparison.restore is not None:
-            comparison.restore(spark)
+            comparison.restore(spark, project)
         spark.stop()
     return measured
 
