@@ -3,7 +3,7 @@ turn, in one Spark session.
 
     python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|
                                           gold-interpreted|histogram|one-statement|
-                                          stats-columns|player-agg-write
+                                          stats-columns|gold-write
                                 [--games 5] [--pairs 4] [--new 6000] [--warm-cycles 8]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
@@ -39,10 +39,11 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   (Delta's default): each row a task writes goes through the statistics' aggregate, interpreted
   in a small cycle. A table property, so each block sets or unsets it on the tables first (one
   commit each, in the block's untimed cycle).
-* ``player-agg-write``: each player_agg rewritten whole by one ``insert overwrite`` of the batch
-  and the stored rows joined (macros/medallion/gold_player_agg.sql), against the MERGE it ran
-  before (the macro at ``MERGE_REVISION``, placed in the bench's project copy before each of
-  that side's blocks; the warm runner parses again in the block's untimed cycle).
+* ``gold-write``: each gold table (player_agg, daily_active) rewritten whole by one ``insert
+  overwrite`` of its batch joined to the stored rows (macros/medallion/gold_*.sql), against the
+  MERGEs they ran before: the gold macros and the incremental materialization at
+  ``MERGE_REVISION`` (``GOLD_WRITE_FILES``), placed in the bench's project copy before each of
+  that side's blocks; the warm runner parses again in the block's untimed cycle.
 
 On bench.refresh_profile's private lakehouse (the repo's dbt project as it is now, 60,000 events
 of history), ``--warm-cycles`` cycles run first (the JIT takes about 8 to settle,
@@ -83,8 +84,12 @@ from ingest.ops.stats_columns import STATS_COLUMNS, stats_columns, wanted_column
 from ingest.ops.warm_dbt import WarmDbt
 
 RESULTS_DIR = PROJECT_DIR / "bench" / "results"
-PLAYER_AGG_MACRO = PROJECT_DIR / "macros" / "medallion" / "gold_player_agg.sql"
-MERGE_REVISION = "b8b953e"  # the last revision whose player_agg took its rows by MERGE
+# what decides how gold writes its rows, and the last revision where both gold tables merged
+GOLD_WRITE_FILES = [
+    Path("macros", "medallion", name)
+    for name in ("gold_player_agg.sql", "gold_daily_active.sql", "gold_merge.sql")
+] + [Path("macros", "project", "lean_incremental.sql")]
+MERGE_REVISION = "b8b953e"
 # Delta 4.4 adds an imperative aggregate (a file size histogram) to every snapshot's state
 # reconstruction, which a MERGE's scan of gold runs (delta-io/delta#6854)
 HISTOGRAM_CONF = "spark.databricks.delta.fileSizeHistogramMetrics.enabled"
@@ -118,27 +123,28 @@ def stats_on_every_column(spark: Any, project: Path) -> None:
         spark.sql(f"alter table {name} unset tblproperties if exists ('{STATS_COLUMNS}')")
 
 
-def player_agg_rewritten(spark: Any, project: Path) -> None:
-    """The bench project's player_agg macro as the repo's: the table rewritten whole."""
-    _place_player_agg(project, PLAYER_AGG_MACRO.read_text())
+def gold_rewritten(spark: Any, project: Path) -> None:
+    """The bench project's gold macros as the repo's: each table rewritten whole."""
+    for path in GOLD_WRITE_FILES:
+        _place(project / path, (PROJECT_DIR / path).read_text() if (PROJECT_DIR / path).exists() else None)
 
 
-def player_agg_merged(spark: Any, project: Path) -> None:
-    """The bench project's player_agg macro as it was before the rewrite: a MERGE of the batch
-    joined to the stored rows (``MERGE_REVISION``)."""
-    merged = subprocess.run(
-        ["git", "show", f"{MERGE_REVISION}:{PLAYER_AGG_MACRO.relative_to(PROJECT_DIR)}"],
-        cwd=PROJECT_DIR,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    _place_player_agg(project, merged)
+def gold_merged(spark: Any, project: Path) -> None:
+    """The bench project's gold macros as they were at ``MERGE_REVISION``: MERGEs."""
+    for path in GOLD_WRITE_FILES:
+        shown = ["git", "show", f"{MERGE_REVISION}:{path}"]
+        _place(
+            project / path,
+            subprocess.run(shown, cwd=PROJECT_DIR, check=True, capture_output=True, text=True).stdout,
+        )
 
 
-def _place_player_agg(project: Path, text: str) -> None:
+def _place(target: Path, text: str | None) -> None:
     # a new modification time: the warm runner parses again in the block's first (untimed) cycle
-    (project / PLAYER_AGG_MACRO.relative_to(PROJECT_DIR)).write_text(text)
+    if text is None:
+        target.unlink(missing_ok=True)
+    else:
+        target.write_text(text)
 
 
 def with_gold_check(selection: list[str]) -> list[str]:
@@ -241,20 +247,20 @@ COMPARISONS = {
         },
         restore=stats_on_readers_columns,  # as dbt and the refresh's upkeep leave them
     ),
-    "player-agg-write": Comparison(
-        "Warm refresh cycles with player_agg rewritten whole, and merged",
-        RESULTS_DIR / "player_agg_write_pairs.md",
-        "# Gold's player_agg rewritten whole in one statement, against its MERGE, paired"
-        " (bench/cycle_pairs.py --compare player-agg-write)\n",
+    "gold-write": Comparison(
+        "Warm refresh cycles with each gold table rewritten whole, and merged",
+        RESULTS_DIR / "gold_write_pairs.md",
+        "# Gold's tables rewritten whole in one statement, against their MERGEs, paired"
+        " (bench/cycle_pairs.py --compare gold-write)\n",
         {
-            "player_agg rewritten whole (the project's)": {"gold_threads": 2},
-            "player_agg by MERGE (before)": {"gold_threads": 2},
+            "gold rewritten whole (the project's)": {"gold_threads": 2},
+            "gold by MERGE (before)": {"gold_threads": 2},
         },
         before_block={
-            "player_agg rewritten whole (the project's)": player_agg_rewritten,
-            "player_agg by MERGE (before)": player_agg_merged,
+            "gold rewritten whole (the project's)": gold_rewritten,
+            "gold by MERGE (before)": gold_merged,
         },
-        restore=player_agg_rewritten,
+        restore=gold_rewritten,
     ),
 }
 

@@ -1,7 +1,7 @@
 {#- Daily active players of one game, by event_date. Its three counts of events add up across
     builds; its two distinct counts (active_players, paying_players) do not. A build adds to
     them the players it can show are new to a day, from player_agg as it stood before this
-    cycle's merge (read at the version `ingest refresh` handed over, when that table had read
+    cycle's build (read at the version `ingest refresh` handed over, when that table had read
     silver exactly as far as this one: equal marks):
       - a player unknown there, or whose stored last event (last purchase) falls on an earlier
         day, is new to the day: + 1;
@@ -14,12 +14,14 @@
     a producer sends reads the batch and player_agg and no partition of silver, which grows all
     day. A build not handed them (one from a shell, an unknown commit) recounts every day of its
     batch. Without a mark, all days are counted from a pinned snapshot. Days are UTC, as silver's
-    event_date (bronze's date of event_at). -#}
+    event_date (bronze's date of event_at).
+    Each day's change is added to the stored day and the table (a row a day) is rewritten whole
+    in one statement (insert_overwrite, macros/project/lean_incremental.sql), as player_agg is: a
+    MERGE spent half its time finding the files its keys touch, in a table of one small file
+    (bench/results/gold_merge.md, "Inside one daily-active write"). -#}
 {% macro gold_daily_active(game_slug) %}
     {{- assert_game_slug(game_slug) -}}
-    {#- a build hands the MERGE each day's change, which it adds to the stored day (gold_merge.sql) -#}
-    {{- config(unique_key='event_date', gamelake_merge_adds=_day_counts(),
-        gamelake_merge_greatest=['silver_loaded_at'],
+    {{- config(incremental_strategy='insert_overwrite',
         tblproperties=gamelake_gold_table_properties(['event_date'])) -}}
     {%- set silver = ref('silver_' ~ game_slug) -%}
     {%- set plan = gamelake_silver_read_plan(silver) -%}
@@ -52,7 +54,7 @@ with counted_days as (
 changed as (
     {{- _changes_to_stored('counted_days') }}
 ),
-{{ _daily_active_final(key, game_slug, 'changed', 'cast(' ~ plan.to ~ ' as bigint) as silver_version') }}
+{{ _daily_active_final(key, game_slug, 'changed', 'cast(' ~ plan.to ~ ' as bigint) as silver_version', plan) }}
 {%- endmacro %}
 
 
@@ -96,7 +98,7 @@ changed as (
     inner join batch_days
         on recounted_changes.event_date = batch_days.event_date
 ),
-{{ _daily_active_final(key, game_slug, 'changed', 'silver_version') }}
+{{ _daily_active_final(key, game_slug, 'changed', 'silver_version', plan) }}
 {%- endmacro %}
 
 
@@ -166,7 +168,7 @@ batch_days as (
 ),
 
 added as (
-    {#- changes to the stored days: the MERGE adds them (gold_merge.sql). A late player on a
+    {#- changes to the stored days, which _daily_active_final adds them to. A late player on a
         day foreseen without one is a broken fact, never a silently skipped day. #}
     select
         event_date,
@@ -219,13 +221,43 @@ changed as (
     select * from recounted
     {%- endif %}
 ),
-{{ _daily_active_final(key, game_slug, 'changed', 'silver_version') }}
+{{ _daily_active_final(key, game_slug, 'changed', 'silver_version', plan) }}
 {%- endmacro %}
 
 
-{#- The stored rows of `changed`: what the MERGE adds to or sets on each day; `silver_version`
-    is the select item of that column. -#}
-{% macro _daily_active_final(key, game_slug, changed, silver_version) %}
+{#- The table's rows: each day of `changed` (the changes to a stored day: counts added,
+    silver_loaded_at the later, silver_version and updated_at the change's) combined with the
+    stored days, which a day the batch does not touch keeps as they are; `silver_version` is the
+    select item of that column. A table built before its mark has no silver_version to keep
+    (plan.columns, none when the refresh handed the mark over: then the table has it). -#}
+{% macro _daily_active_final(key, game_slug, changed, silver_version, plan) %}
+{%- if is_incremental() %}
+{%- set stored_mark = 'stored_days.silver_version'
+    if plan.columns is none or 'silver_version' in plan.columns else 'cast(null as bigint)' %}
+changes as (
+    select
+        {{ key }} as event_date,
+        {{ _day_counts() | join(',\n        ') }},
+        silver_loaded_at,
+        {{ silver_version }}
+    from {{ changed }}
+),
+
+final as (
+    select
+        coalesce(changes.event_date, stored_days.event_date) as event_date,
+        '{{ game_slug }}' as game_slug,
+        {%- for count in _day_counts() %}
+        coalesce(stored_days.{{ count }}, 0) + coalesce(changes.{{ count }}, 0) as {{ count }},
+        {%- endfor %}
+        greatest(changes.silver_loaded_at, stored_days.silver_loaded_at) as silver_loaded_at,
+        if(changes.event_date is null, {{ stored_mark }}, changes.silver_version) as silver_version,
+        if(changes.event_date is null, stored_days.updated_at, current_timestamp()) as updated_at
+    from changes
+    full outer join {{ this }} as stored_days
+        on changes.event_date = stored_days.event_date
+)
+{%- else %}
 final as (
     select
         {{ key }} as event_date,
@@ -236,6 +268,7 @@ final as (
         current_timestamp() as updated_at
     from {{ changed }}
 )
+{%- endif %}
 
 select * from final
 {%- endmacro %}
@@ -315,7 +348,8 @@ select * from final
 {% endmacro %}
 
 {#- The days of `counted` (event_date, the counts, silver_loaded_at) as changes to the stored
-    days, which the MERGE adds: their counts less the stored ones. A first build has none. -#}
+    days, which _daily_active_final adds back: their counts less the stored ones. A first build
+    has none. -#}
 {% macro _changes_to_stored(counted) %}
     {%- if not is_incremental() %}
     select * from {{ counted }}

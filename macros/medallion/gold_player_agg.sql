@@ -4,7 +4,7 @@
     (insert_overwrite, macros/project/lean_incremental.sql). A MERGE rewrote the table's one file
     too, but read it three times: once in its source, joined to the batch, and twice more in
     its own two passes, matching keys and copying rows (1.56-1.60 s against 2.01-2.35 s,
-    bench/results/gold_merge.md; a cycle: bench/results/player_agg_write_pairs.md). A gamer the
+    bench/results/gold_merge.md; a cycle: bench/results/gold_write_pairs.md). A gamer the
     batch does not touch keeps its row as stored, updated_at included. Without a mark the
     totals are recomputed from silver and replace the stored rows.
     session_count counts session_start events: each session emits exactly one,

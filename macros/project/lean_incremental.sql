@@ -1,16 +1,14 @@
 {#- dbt-spark's incremental materialization, with one statement where it sends four. On a Delta
-    table that exists, an append (silver, quarantine), a whole-table overwrite (player_agg, not
-    partitioned) or a MERGE that updates every column is sent as the model's query itself, WITH
-    SCHEMA EVOLUTION and by name: Delta
-    adds a column the query has and the table lacks in the same commit as the rows, which is
-    what on_schema_change: append_new_columns asks for, and fails on a column it cannot add
-    (DELTA_METADATA_MISMATCH), so nothing is dropped unseen. dbt-spark's path first creates a
+    table that exists, an append (silver, quarantine) or an overwrite of a table not partitioned
+    (gold, rewritten whole) is sent as the model's query itself, WITH SCHEMA EVOLUTION and by
+    name: Delta adds a column the query has and the table lacks in the same commit as the rows,
+    which is what on_schema_change: append_new_columns asks for, and fails on a column it cannot
+    add (DELTA_METADATA_MISMATCH), so nothing is dropped unseen. dbt-spark's path first creates a
     temporary view of the query, then describes the view and the table to compare their columns
     and the table again to list them (0.08 s a model, bench/results/refresh_profile.md, stop 58).
     Everything else takes dbt-spark's path unchanged: a first build, a full refresh, a view, a
-    Python model, another strategy or schema policy, incremental predicates, a MERGE naming the
-    columns it updates (gold_daily_active's adds), which must see a new column in the table
-    before the statement lists it. GAMELAKE_INCREMENTAL=dbt-spark in the environment sends every
+    Python model, another strategy (a MERGE) or schema policy, incremental predicates, a
+    partitioned overwrite. GAMELAKE_INCREMENTAL=dbt-spark in the environment sends every
     build down dbt-spark's path (bench/cycle_pairs.py --compare one-statement measures both). -#}
 {% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
     {%- set existing = load_relation(this) -%}
@@ -35,7 +33,6 @@
             ~ "': set it to one-statement (the default) or dbt-spark, or unset it") }}
     {%- endif -%}
     {%- set strategy = config.get('incremental_strategy') or 'append' -%}
-    {%- set mergeable = strategy == 'merge' and config.get('unique_key') and not gamelake_merge_lists_columns() -%}
     {#- dbt-spark overwrites the partitions of a partitioned table's rows (dynamic mode) -#}
     {%- set overwrites = strategy == 'insert_overwrite' and not config.get('partition_by') -%}
     {{ return(path == 'one-statement'
@@ -45,14 +42,12 @@
         and config.get('file_format') == 'delta'
         and config.get('on_schema_change') == 'append_new_columns'
         and not (config.get('incremental_predicates') or config.get('predicates'))
-        and (strategy == 'append' or mergeable or overwrites)) }}
+        and (strategy == 'append' or overwrites)) }}
 {% endmacro %}
 
 {#- The query closes on a line of its own: a model may end in a line comment. -#}
 {% macro _one_statement(strategy) %}
-    {%- if strategy == 'merge' -%}
-        {{ gamelake_merge_sql(this, '(\n' ~ compiled_code ~ '\n)', config.get('unique_key'), none, evolve=true) }}
-    {%- elif strategy == 'insert_overwrite' -%}
+    {%- if strategy == 'insert_overwrite' -%}
         insert with schema evolution overwrite table {{ this }} by name
         {{ compiled_code }}
     {%- else -%}

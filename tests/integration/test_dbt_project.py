@@ -250,7 +250,7 @@ def test_incremental_run_takes_new_versions_and_late_duplicates(
     assert untouched, "the data should leave some gamers untouched by the second batch"
     for gamer in untouched:
         assert players[gamer]["updated_at"] == players_before[gamer]["updated_at"], (
-            "gold merged an untouched gamer"
+            "gold rewrote an untouched gamer's row"
         )
 
     # schema evolution without full refresh: v2-v4 values arrive, the unknown column is appended
@@ -857,8 +857,8 @@ def test_a_daily_active_without_its_mark_is_counted_again_exactly(
     lake: Lake, writer: support.BronzeWriter
 ) -> None:
     # A daily_active built before gold kept its mark (no silver_version) counts every day from
-    # silver at its next build, and hands the MERGE each stored day's change, which it adds: a
-    # stored day off by any amount ends exact.
+    # silver at its next build, and adds each stored day's change to it: a stored day off by any
+    # amount ends exact.
     daily_active = f"gold.gold_{ACTIVE}_daily_active"
     old_rows = lake.spark.table(daily_active).drop("silver_version")
     old_rows = old_rows.withColumn("active_players", old_rows["active_players"] + 3)
@@ -1160,7 +1160,7 @@ def test_the_all_games_checks_name_the_game_and_the_broken_rule(lake: Lake) -> N
 
 # After the checks' test: silver_ACTIVE holds a row without a gamer_id, written around dbt.
 def test_a_gold_build_refuses_a_source_row_without_its_key(lake: Lake) -> None:
-    """The refresh leaves assert_gold_rows_valid to dbt build and dbt test; gold's MERGE itself
+    """The refresh leaves assert_gold_rows_valid to dbt build and dbt test; gold's write itself
     refuses a row without its key, naming the table, and commits nothing."""
     table = f"gold_{ACTIVE}_player_agg"
     history = f"describe history gold.{table}"

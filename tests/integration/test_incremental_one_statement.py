@@ -1,9 +1,9 @@
 """The incremental materialization's one-statement path on real Spark + Delta
-(macros/project/lean_incremental.sql): a built silver table takes its rows, and player_agg is
-rewritten whole, in one statement and one commit, with no temporary view and no `describe`;
-dbt-spark's path, one setting away, gives the same totals; a new bronze column reaches silver in
-the same commit as the rows and its mark; daily_active, whose MERGE names its columns, keeps
-dbt-spark's path. The slice keeps file statistics for the one column its readers skip by.
+(macros/project/lean_incremental.sql): a built silver table takes its rows, and each gold
+table is rewritten whole, in one statement and one commit, with no temporary view and no
+`describe`; dbt-spark's path, one setting away, gives the same totals; a new bronze column
+reaches silver in the same commit as the rows and its mark. The slice keeps file statistics for
+the one column its readers skip by.
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ def test_a_first_build_creates_the_tables_as_dbt_spark_does(
 def test_a_built_silver_and_player_agg_take_their_rows_in_one_statement(
     project: Project, writer: support.BronzeWriter
 ) -> None:
-    player_agg = f"gold.gold_{GAME}_player_agg"
-    before = project.history(player_agg)[-1]["version"]
+    gold = [f"gold.gold_{GAME}_player_agg", f"gold.gold_{GAME}_daily_active"]
+    before = {table: project.history(table)[-1]["version"] for table in gold}
     project.land_and_build(writer, 20)
 
     # dbt-spark's path describes the table twice or more; player_agg's own SQL reads its columns
@@ -112,18 +112,19 @@ def test_a_built_silver_and_player_agg_take_their_rows_in_one_statement(
     for model, verb, describes in (
         (f"silver_{GAME}", "insert with schema evolution into", 0),
         (f"gold_{GAME}_player_agg", "insert with schema evolution overwrite table", 1),
+        (f"gold_{GAME}_daily_active", "insert with schema evolution overwrite table", 1),
     ):
         statements = [_without_comment(s) for s in project.statements[model]]
         assert sum(s.startswith(verb) for s in statements) == 1, statements
         assert not [s for s in statements if "temporary view" in s], statements
         assert sum(s.startswith("describe extended") for s in statements) <= describes, statements
-    # the MERGE that names its columns (daily_active's adds) still asks the table for them
-    daily = [_without_comment(s) for s in project.statements[f"gold_{GAME}_daily_active"]]
-    assert any("temporary view" in s for s in daily), _kinds(daily)
     assert project.spark.table(f"silver.silver_{GAME}").count() == 50
-    # player_agg: one commit, the whole table rewritten with every event counted once
-    commits = [c for c in project.history(player_agg) if c["version"] > before]
-    assert [(c["operation"], c["operationParameters"]["mode"]) for c in commits] == [("WRITE", "Overwrite")]
+    # gold: one commit a table, the whole table rewritten with every event counted once
+    for table in gold:
+        commits = [c for c in project.history(table) if c["version"] > before[table]]
+        assert [(c["operation"], c["operationParameters"]["mode"]) for c in commits] == [
+            ("WRITE", "Overwrite")
+        ], table
     assert _counted_events(project) == 50
 
 
@@ -169,18 +170,24 @@ def test_dbt_sparks_path_stays_one_setting_away(
     assert any("temporary view" in s for s in statements), _kinds(statements)
     assert not any(s.startswith("insert with schema evolution") for s in statements), _kinds(statements)
     assert project.spark.table(f"silver.silver_{GAME}").count() == 75
-    # player_agg by dbt-spark's insert_overwrite: the same totals
-    agg = [_without_comment(s) for s in project.statements[f"gold_{GAME}_player_agg"]]
-    assert any(s.startswith("insert overwrite table") for s in agg), _kinds(agg)
+    # gold by dbt-spark's insert_overwrite: the same totals
+    for model in (f"gold_{GAME}_player_agg", f"gold_{GAME}_daily_active"):
+        sent = [_without_comment(s) for s in project.statements[model]]
+        assert any(s.startswith("insert overwrite table") for s in sent), _kinds(sent)
     assert _counted_events(project) == 75
 
 
 def _counted_events(project: Project) -> int:
-    """The events player_agg counts, one row a gamer."""
+    """The events player_agg counts, one row a gamer, and daily_active counts as many."""
     row = project.spark.sql(
         f"select sum(event_count), count(*), count(distinct gamer_id) from gold.gold_{GAME}_player_agg"
     ).first()
     assert row[1] == row[2], "a gamer in two rows"
+    day = project.spark.sql(
+        f"select sum(event_count), count(*), count(distinct event_date) from gold.gold_{GAME}_daily_active"
+    ).first()
+    assert day[1] == day[2], "a day in two rows"
+    assert day[0] == row[0], "daily_active counts other events than player_agg"
     return row[0]
 
 
