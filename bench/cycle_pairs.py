@@ -169,6 +169,25 @@ class Comparison:
     restore: Callable[[Any, Path], None] | None = None  # leaves the lakehouse as the refresh has it
 
 
+def _set_before_each_block(
+    title: str,
+    results: Path,
+    heading: str,
+    change: tuple[str, Callable[[Any, Path], None]],
+    before: tuple[str, Callable[[Any, Path], None]],
+) -> Comparison:
+    """A comparison whose sides differ in what a hook sets before each of their blocks (gold on 2
+    threads on both); the change's hook also leaves the lakehouse as the refresh has it."""
+    return Comparison(
+        title,
+        results,
+        heading,
+        {change[0]: {"gold_threads": 2}, before[0]: {"gold_threads": 2}},
+        before_block=dict([change, before]),
+        restore=change[1],
+    )
+
+
 COMPARISONS = {
     "facts": Comparison(
         "Warm refresh cycles with the cycle's facts handed over, and with each model asking Spark",
@@ -232,35 +251,21 @@ COMPARISONS = {
         {"histogram off": {"gold_threads": 2}, "histogram on (Delta's default)": {"gold_threads": 2}},
         {"histogram off": {HISTOGRAM_CONF: "false"}},
     ),
-    "stats-columns": Comparison(
+    "stats-columns": _set_before_each_block(
         "Warm refresh cycles with file statistics on the readers' columns, and on every column",
         RESULTS_DIR / "stats_columns_pairs.md",
         "# Silver's and gold's file statistics on the columns read by, paired (bench/cycle_pairs.py"
         " --compare stats-columns)\n",
-        {
-            "statistics on readers' columns": {"gold_threads": 2},
-            "every column (Delta's default)": {"gold_threads": 2},
-        },
-        before_block={
-            "statistics on readers' columns": stats_on_readers_columns,
-            "every column (Delta's default)": stats_on_every_column,
-        },
-        restore=stats_on_readers_columns,  # as dbt and the refresh's upkeep leave them
+        ("statistics on readers' columns", stats_on_readers_columns),  # as dbt and the upkeep leave them
+        ("every column (Delta's default)", stats_on_every_column),
     ),
-    "gold-write": Comparison(
+    "gold-write": _set_before_each_block(
         "Warm refresh cycles with each gold table rewritten whole, and merged",
         RESULTS_DIR / "gold_write_pairs.md",
         "# Gold's tables rewritten whole in one statement, against their MERGEs, paired"
         " (bench/cycle_pairs.py --compare gold-write)\n",
-        {
-            "gold rewritten whole (the project's)": {"gold_threads": 2},
-            "gold by MERGE (before)": {"gold_threads": 2},
-        },
-        before_block={
-            "gold rewritten whole (the project's)": gold_rewritten,
-            "gold by MERGE (before)": gold_merged,
-        },
-        restore=gold_rewritten,
+        ("gold rewritten whole (the project's)", gold_rewritten),
+        ("gold by MERGE (before)", gold_merged),
     ),
 }
 
