@@ -26,6 +26,9 @@
     {%- set silver = ref('silver_' ~ game_slug) -%}
     {%- set plan = gamelake_silver_read_plan(silver) -%}
     {%- set key = gamelake_gold_key('event_date', 'gold_' ~ game_slug ~ '_daily_active') -%}
+    {%- if gamelake_nothing_unread(plan) %}
+{{ gamelake_unchanged_marker() }}
+    {%- endif %}
     {%- if plan.mark is none %}
 {{ _daily_active_counted(silver, plan, key, game_slug) }}
     {%- else %}

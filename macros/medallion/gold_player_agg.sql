@@ -25,6 +25,9 @@
     {%- set incremental = is_incremental() and plan.mark is not none -%}
     {#- the stored table predates last_purchase_at (plan.columns: none when it was handed) -#}
     {%- set backfill = incremental and plan.columns is not none and 'last_purchase_at' not in plan.columns -%}
+    {%- if gamelake_nothing_unread(plan) %}
+{{ gamelake_unchanged_marker() }}
+    {%- endif %}
 with new_events as (
     {{- gamelake_unread_silver(ref('silver_' ~ game_slug), plan) }}
 ),

@@ -6,6 +6,9 @@
     add (DELTA_METADATA_MISMATCH), so nothing is dropped unseen. dbt-spark's path first creates a
     temporary view of the query, then describes the view and the table to compare their columns
     and the table again to list them (0.08 s a model, bench/results/refresh_profile.md, stop 58).
+    A gold query that opens with gamelake_unchanged_marker() (its silver has no rows after its
+    mark: gamelake_nothing_unread, macros/medallion/silver_changes.sql) sends no statement: no
+    Spark job, no commit, where an overwrite would write the same rows to a new file.
     Everything else takes dbt-spark's path unchanged: a first build, a full refresh, a view, a
     Python model, another strategy (a MERGE) or schema policy, incremental predicates, a
     partitioned overwrite. GAMELAKE_INCREMENTAL=dbt-spark in the environment sends every
@@ -16,9 +19,14 @@
         {{ return(dbt.materialization_incremental_spark()) }}
     {%- endif -%}
     {{ run_hooks(pre_hooks) }}
-    {%- call statement('main') -%}
-        {{ _one_statement(config.get('incremental_strategy') or 'append') }}
-    {%- endcall -%}
+    {%- if gamelake_unchanged_marker() in compiled_code -%}
+        {#- a gold table whose silver has not moved (gamelake_nothing_unread) -#}
+        {%- call noop_statement('main', 'UNCHANGED', 'UNCHANGED', 0) -%}{{ compiled_code }}{%- endcall -%}
+    {%- else -%}
+        {%- call statement('main') -%}
+            {{ _one_statement(config.get('incremental_strategy') or 'append') }}
+        {%- endcall -%}
+    {%- endif -%}
     {%- do apply_grants(this, config.get('grants'), should_revoke(existing, full_refresh_mode=false)) -%}
     {%- do persist_docs(this, model) -%}
     {{ run_hooks(post_hooks) }}

@@ -1,9 +1,9 @@
 """The incremental materialization's one-statement path on real Spark + Delta
 (macros/project/lean_incremental.sql): a built silver table takes its rows, and each gold
 table is rewritten whole, in one statement and one commit, with no temporary view and no
-`describe`; dbt-spark's path, one setting away, gives the same totals; a new bronze column
-reaches silver in the same commit as the rows and its mark. The slice keeps file statistics for
-the one column its readers skip by.
+`describe`, or not at all when its silver has not moved; dbt-spark's path, one setting away,
+gives the same totals; a new bronze column reaches silver in the same commit as the rows and its
+mark. The slice keeps file statistics for the one column its readers skip by.
 """
 
 from __future__ import annotations
@@ -125,6 +125,20 @@ def test_a_built_silver_and_player_agg_take_their_rows_in_one_statement(
         assert [(c["operation"], c["operationParameters"]["mode"]) for c in commits] == [
             ("WRITE", "Overwrite")
         ], table
+    assert _counted_events(project) == 50
+
+
+def test_gold_whose_silver_has_not_moved_sends_no_statement_and_commits_nothing(
+    project: Project,
+) -> None:
+    gold = [f"gold.gold_{GAME}_player_agg", f"gold.gold_{GAME}_daily_active"]
+    before = {table: project.history(table)[-1]["version"] for table in gold}
+    project.build()  # nothing landed since the last build
+
+    for table in gold:
+        sent = [_without_comment(s) for s in project.statements.get(table.split(".")[1], [])]
+        assert not [s for s in sent if s.startswith("insert")], sent
+        assert project.history(table)[-1]["version"] == before[table], f"{table} committed nothing new"
     assert _counted_events(project) == 50
 
 
