@@ -3,21 +3,24 @@ time; the rest of each node's time; the Delta commits each model makes; and the 
 Python process (dbt) and the JVM (Spark) each spent in the cycle.
 
     python -m bench.refresh_profile [--games 5 60] [--active N] [--cycle refresh|build] [--new 6000]
+                                    [--warm-cycles 1]
                                     [--parse once each] [--label before]
 
-For each games count, a private lakehouse (bench.incremental's ``prepare``: the repo's dbt
-project with a seed of that many active games, 60,000 events of history, a first build) is made
-once under .cache/bench-profile and reused. Then, in one process and one Spark session, as the
-continuous refresh runs it: ``--new`` events land in bronze (for the first ``--active`` games of
-the seed, default all) and a cycle warms the session; more events land and the profiled cycle
-runs. ``--cycle refresh`` (the default) is the continuous refresh's cycle: the slice, then only
-the games with rows in it (ingest/ops/refresh_selection.py), silver's step on one thread and gold's
-on the refresh's default threads, interpreted whatever the cycle's size; ``--cycle build`` is a plain
-``dbt build`` of everything. ``--parse once`` (the default) parses the project once and hands
-dbt the manifest, as the refresh does (ingest/ops/warm_dbt.py); ``each`` lets every invocation
-load it; both in one run give the ratio. dbt's events (``SQLQuery`` and ``SQLQueryStatus``, by
-node) come through a dbtRunner callback; a node's dbt time is its run time less the time its
-statements took in Spark. Commits are the new versions in each model's ``_delta_log``.
+For each games count, a private lakehouse (bench.incremental's ``prepare``: the repo's dbt project
+with a seed of that many active games, 60,000 events of history, a first build) is made once under
+.cache/bench-profile and reused. Then, in one process and one Spark session, as the continuous
+refresh runs it: ``--new`` events land in bronze (for the first ``--active`` games of the seed,
+default all) and ``--warm-cycles`` cycles warm the session (one by default; the JIT settles after
+about eight, bench/results/jvm_cpu.md, and a refresh runs for hours); more events land and the
+profiled cycle runs. ``--cycle refresh`` (the default) is the continuous refresh's cycle: the
+slice, then only the games with rows in it (ingest/ops/refresh_selection.py), silver's step on one
+thread and gold's on the refresh's default threads, interpreted whatever the cycle's size;
+``--cycle build`` is a plain ``dbt build`` of everything. ``--parse once`` (the default) parses the
+project once and hands dbt the manifest, as the refresh does (ingest/ops/warm_dbt.py); ``each``
+lets every invocation load it; both in one run give the ratio. dbt's events (``SQLQuery`` and
+``SQLQueryStatus``, by node) come through a dbtRunner callback; a node's dbt time is its run time
+less the time its statements took in Spark. Commits are the new versions in each model's
+``_delta_log``.
 
 A node's time outside its statements is not all dbt's Python: dbt-spark's session method runs a
 SELECT's Spark job when dbt fetches its rows, after dbt has logged the statement as done. The
@@ -301,6 +304,7 @@ def profile(
     parse: str,
     python_profile: bool = False,
     spread_minutes: float = SPREAD_MINUTES,
+    warm_cycles: int = 1,
 ) -> tuple[float, list[Node], dict[str, Any]]:
     root, state, spark = open_lakehouse(games)
     project = root / "project"
@@ -309,7 +313,8 @@ def profile(
     watch = BronzeWatch(bronze, ReaderMarks(root / "warehouse" / "spark" / "silver.db"))
     runner = WarmDbt(project, project / "profiles", parses=0 if parse == "once" else -1)
     python = cProfile.Profile()
-    for round_ in ("warm", "profiled"):
+    warm: list[float] = []
+    for round_ in (*["warm"] * warm_cycles, "profiled"):
         _land(spark, bronze, _bronze_rows(spark, state["next_id"], new, receiving, spread_minutes / 1440))
         state["next_id"] += new
         before = _log_versions(root / "warehouse")
@@ -330,6 +335,7 @@ def profile(
         )
         python.disable()
         cpu_after = _cpu_seconds(spark)
+        warm += [took] if round_ == "warm" else []
     after = _log_versions(root / "warehouse")
     (root / "state.json").write_text(json.dumps(state))
     nodes = []
@@ -341,6 +347,7 @@ def profile(
     hooks: dict[str, Any] = {k: v for k, v in recorder.statements.items() if k.startswith("(run hooks")}
     hooks["(invocations)"] = recorder.invocations
     hooks["(cpu)"] = {side: cpu_after[side] - cpu_before[side] for side in cpu_after}
+    hooks["(warm)"] = warm
     hooks["(python)"] = _python_lines(python) if python_profile else []
     hooks["(merges)"] = _merge_steps(root / "warehouse")
     hooks["(upkeep)"] = upkeep
@@ -381,7 +388,7 @@ def _report(
     statements = {
         k: v
         for k, v in hooks.items()
-        if k not in ("(invocations)", "(cpu)", "(python)", "(merges)", "(upkeep)")
+        if k not in ("(invocations)", "(cpu)", "(python)", "(merges)", "(upkeep)", "(warm)")
     }
     cpu = hooks.get("(cpu)", {})
     outside = [n.seconds - n.sql_seconds for n in models]
@@ -390,6 +397,7 @@ def _report(
         f"### {games} games in the seed, {receiving}, {new:,} new events, dbt parsing {parse}: "
         f"warm {cycle} cycle {took:.1f} s",
         "",
+        f"- the warm cycles before it, s: {', '.join(f'{t:.1f}' for t in hooks.get('(warm)', []))}",
         f"- nodes: {len(models)} models ({sum(n.seconds for n in models):.1f} s), {len(tests)} tests "
         f"({sum(n.seconds for n in tests):.1f} s), other {len(nodes) - len(models) - len(tests)}",
         f"- median model {statistics.median(n.seconds for n in models):.2f} s; of it in Spark statements "
@@ -527,6 +535,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--python-profile", action="store_true", help="also list dbt's Python functions by cumulative time"
     )
+    parser.add_argument(
+        "--warm-cycles",
+        type=int,
+        default=1,
+        help="cycles before the profiled one (the JIT settles after about 8: bench/results/jvm_cpu.md)",
+    )
     parser.add_argument("--only", type=int, help=argparse.SUPPRESS)  # one games count, in this process
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -539,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
             args.parse[0],
             args.python_profile,
             args.spread_minutes,
+            args.warm_cycles,
         )
         report = _report(args.only, args.new, took, nodes, hooks, args.active, args.cycle, args.parse[0])
         args.out.write_text("\n".join(report) + "\n")
@@ -549,7 +564,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"- machine: {platform.node() and 'vm'}, {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, load average {' / '.join(f'{x:.1f}' for x in os.getloadavg())}",
-        f"- {HISTORY:,} events of history; each build is the second in one Spark session (warm); "
+        f"- {HISTORY:,} events of history; the profiled build follows {args.warm_cycles} in one Spark "
+        f"session (warm); "
         f"each batch's event times spread over the {args.spread_minutes:g} minutes before it lands",
         "",
     ]
@@ -573,6 +589,8 @@ def main(argv: list[str] | None = None) -> int:
             parse,
             "--spread-minutes",
             str(args.spread_minutes),
+            "--warm-cycles",
+            str(args.warm_cycles),
             *(["--python-profile"] if args.python_profile else []),
         ]
         subprocess.run([*command, "--out", str(out)], check=True, cwd=PROJECT_DIR)
