@@ -76,6 +76,7 @@ final as (
         new_events.* except (game_launch_date),
         current_timestamp() as silver_loaded_at
     from new_events
+    where {{ gamelake_silver_row_guard(game_slug) }}
 )
 
 select * from final

@@ -1170,3 +1170,33 @@ def test_a_gold_build_refuses_a_source_row_without_its_key(lake: Lake) -> None:
     assert f"{table}: a source row without its gamer_id" in said, said[-2000:]
     assert lake.spark.sql(history).first()["version"] == before, "the refused build committed"
     assert all(row["gamer_id"] is not None for row in lake.table(f"gold.{table}"))
+
+
+def test_a_silver_build_refuses_a_row_its_relaxed_rule_let_through(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    """The refresh leaves assert_silver_new_rows_valid to dbt build and dbt test; silver's write
+    itself refuses a row the check would fail, naming the table and the fix, and commits nothing.
+    Once the rule holds again the row goes to quarantine: nothing landed is lost."""
+    rules = lake.project / "macros" / "medallion" / "gamelake_expectations.sql"
+    kept = rules.read_text()
+    drop = "{'name': 'has_gamer_id', 'action': 'drop'"
+    assert drop in kept
+    table = f"silver_{ACTIVE}"
+    history = f"describe history silver.{table}"
+    before = lake.spark.sql(history).first()["version"]
+    nobody = writer.event(ACTIVE, 4, NOW, gamer_id=None)
+    lake.land([nobody], support.schema_for(4))
+    try:
+        rules.write_text(kept.replace(drop, drop.replace("'drop'", "'warn'")))
+        refused = lake.dbt("run", "--select", "stg_bronze__new_events", table, expect_success=False)
+    finally:
+        rules.write_text(kept)
+    said = " ".join(str(r.message) for r in refused.result.results)
+    assert f"{table}: a row without its gamer_id; keep its expectation a drop or fail rule" in said, said[-2000:]
+    assert lake.spark.sql(history).first()["version"] == before, "the refused build committed"
+
+    lake.dbt("run", "--select", "stg_bronze__new_events", table, "silver_quarantine")
+    assert nobody["event_id"] not in {row["event_id"] for row in lake.table(f"silver.{table}")}
+    quarantined = [row for row in lake.table("silver.silver_quarantine") if row["event_id"] == nobody["event_id"]]
+    assert [row["reasons"] for row in quarantined] == [["has_gamer_id"]]
