@@ -1,7 +1,7 @@
 """A change to the refresh cycle, measured in pairs: warm refresh cycles with and without it, in
 turn, in one Spark session.
 
-    python -m bench.cycle_pairs --compare facts|gold-check|gold-threads-N|gold-pools|
+    python -m bench.cycle_pairs --compare facts|gold-check|silver-check|gold-threads-N|gold-pools|
                                           gold-interpreted|histogram|one-statement|
                                           stats-columns|gold-write
                                 [--games 5] [--pairs 4] [--new 6000] [--warm-cycles 8]
@@ -13,6 +13,9 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   refresh's one look at the slice: ingest/ops/cycle_facts.py), against each model asking Spark;
 * ``gold-check``: the refresh leaving ``assert_gold_rows_valid`` to ``dbt build`` and ``dbt
   test``, against running it in the cycle;
+* ``silver-check``: silver's step of the split cycle without ``assert_silver_new_rows_valid``,
+  whose rules silver's write guards (macros/medallion/silver_row_guard.sql), against it selected
+  beside silver's models, as the refresh runs it (gold on 2 threads on both);
 * ``gold-threads-N``: the second step split, silver on one thread and then gold on N dbt threads
   in the one Spark session (``ingest refresh --gold-threads N``), against one invocation on one
   thread;
@@ -79,7 +82,7 @@ from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.codegen_mode import set_mode
 from ingest.ops.refresh_command import CycleSize
-from ingest.ops.refresh_selection import GOLD_CHECK, after_slice_args
+from ingest.ops.refresh_selection import GOLD_CHECK, SILVER_CHECK, after_slice_args
 from ingest.ops.stats_columns import STATS_COLUMNS, stats_columns, wanted_columns
 from ingest.ops.warm_dbt import WarmDbt
 
@@ -155,6 +158,19 @@ def with_gold_check(selection: list[str]) -> list[str]:
     return [a for a in args if a != GOLD_CHECK]
 
 
+def without_silver_check(args: tuple[str, ...]) -> tuple[str, ...]:
+    """The refresh's silver step without ``assert_silver_new_rows_valid``."""
+    return tuple(arg for arg in args if arg != SILVER_CHECK)
+
+
+def with_silver_check(args: tuple[str, ...]) -> tuple[str, ...]:
+    """The refresh's silver step with ``assert_silver_new_rows_valid`` selected beside its models."""
+    if SILVER_CHECK in args:
+        return args
+    at = args.index("--select") + 1
+    return (*args[:at], SILVER_CHECK, *args[at:])
+
+
 @dataclass(frozen=True)
 class Comparison:
     title: str  # the results section's title
@@ -202,6 +218,15 @@ COMPARISONS = {
         {
             "without the check (the refresh)": {"second": after_slice_args},
             "with the check": {"second": with_gold_check},
+        },
+    ),
+    "silver-check": Comparison(
+        "Warm refresh cycles without and with assert_silver_new_rows_valid in silver's step, in turn",
+        RESULTS_DIR / "silver_check_pairs.md",
+        "# The silver check in the refresh, paired (bench/cycle_pairs.py --compare silver-check)\n",
+        {
+            "without the check": {"gold_threads": 2, "silver_step": without_silver_check},
+            "with the check": {"gold_threads": 2, "silver_step": with_silver_check},
         },
     ),
     **{

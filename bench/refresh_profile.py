@@ -219,6 +219,7 @@ def _cycle(
     gold_threads: int = 1,
     gold_interpreted: bool = False,
     upkeep_policy: UpkeepPolicy | None = None,
+    silver_step: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
 ) -> tuple[float, list[Any], UpkeepDone | None]:
     """One cycle as ``cycle`` says: its wall time, the results of every node it ran, and what the
     refresh's upkeep after it did (lakehouse_upkeep, under the same lock). Given the
@@ -228,7 +229,8 @@ def _cycle(
     refresh` does, and ``gold_threads`` above 1 splits the second step into silver on one
     thread and gold on that many, as `ingest refresh --gold-threads` does (``second`` unused);
     ``gold_interpreted`` runs that gold step interpreted whatever the cycle's size;
-    ``upkeep_policy`` is the upkeep's (the refresh's defaults without)."""
+    ``upkeep_policy`` is the upkeep's (the refresh's defaults without); ``silver_step``, given,
+    rewrites the split step's silver invocation (its arguments in, the ones to run out)."""
     if rows is not None and cycle == "refresh":
         set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
@@ -256,6 +258,8 @@ def _cycle(
                         set_mode(spark, True)
 
                 def invoke(*args: str) -> Any:
+                    if silver_step is not None and "--indirect-selection" not in args:  # not gold's
+                        args = silver_step(args)
                     _, step = _invoke(project, recorder, *args)
                     results.extend(step.result.results if step.result is not None else ())
                     return step
