@@ -64,7 +64,7 @@
     {%- if dry_run or found == 0 -%}
         {{ return('') }}
     {%- endif -%}
-    {%- do run_query(_gamelake_readmit_insert(silver, passing)) -%}
+    {%- do run_query(_gamelake_readmit_insert(silver, passing, slug)) -%}
     {%- do run_query(
         "merge into " ~ ref('silver_quarantine') ~ " as quarantined using (" ~ passing ~ ") as passing "
         ~ "on quarantined.quarantine_id = passing.quarantine_id and quarantined.readmitted_at is null "
@@ -72,17 +72,21 @@
         ~ silver.identifier ~ "'") -%}
 {% endmacro %}
 
-{#- silver's insert: the first landed copy of each event_id that silver does not hold. -#}
-{% macro _gamelake_readmit_insert(silver, passing) %}
+{#- silver's insert: the first landed copy of each event_id that silver does not hold, through
+    the guard silver's build writes through (a rule relaxed to warn stops it, writing nothing). -#}
+{% macro _gamelake_readmit_insert(silver, passing, slug) %}
 insert into {{ silver }} by name
-select first_landed.* except (quarantine_id, game_launch_date), current_timestamp() as silver_loaded_at
-from (
-    select min_by(struct(*), struct(ingested_at, kafka_partition, kafka_offset)) as first_landed
-    from ({{ passing }}) as passing
-    group by event_id
-) as deduplicated
-left anti join {{ silver }} as loaded
-    on deduplicated.first_landed.event_id = loaded.event_id
+select * from (
+    select first_landed.* except (quarantine_id, game_launch_date), current_timestamp() as silver_loaded_at
+    from (
+        select min_by(struct(*), struct(ingested_at, kafka_partition, kafka_offset)) as first_landed
+        from ({{ passing }}) as passing
+        group by event_id
+    ) as deduplicated
+    left anti join {{ silver }} as loaded
+        on deduplicated.first_landed.event_id = loaded.event_id
+) as readmitted
+where {{ gamelake_silver_row_guard(slug) }}
 {% endmacro %}
 
 {#- The game's quarantined rows, not re-admitted yet, that pass today's seed and drop rules,

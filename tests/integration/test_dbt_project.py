@@ -1187,16 +1187,35 @@ def test_a_silver_build_refuses_a_row_its_relaxed_rule_let_through(
     before = lake.spark.sql(history).first()["version"]
     nobody = writer.event(ACTIVE, 4, NOW, gamer_id=None)
     lake.land([nobody], support.schema_for(4))
+    refusal = f"{table}: a row without its gamer_id; keep its expectation a drop or fail rule"
+    relaxed = kept.replace(drop, drop.replace("'drop'", "'warn'"))
     try:
-        rules.write_text(kept.replace(drop, drop.replace("'drop'", "'warn'")))
+        rules.write_text(relaxed)
         refused = lake.dbt("run", "--select", "stg_bronze__new_events", table, expect_success=False)
     finally:
         rules.write_text(kept)
     said = " ".join(str(r.message) for r in refused.result.results)
-    assert f"{table}: a row without its gamer_id; keep its expectation a drop or fail rule" in said, said[-2000:]
+    assert refusal in said, said[-2000:]
     assert lake.spark.sql(history).first()["version"] == before, "the refused build committed"
 
     lake.dbt("run", "--select", "stg_bronze__new_events", table, "silver_quarantine")
     assert nobody["event_id"] not in {row["event_id"] for row in lake.table(f"silver.{table}")}
     quarantined = [row for row in lake.table("silver.silver_quarantine") if row["event_id"] == nobody["event_id"]]
     assert [row["reasons"] for row in quarantined] == [["has_gamer_id"]]
+
+    # re-admission under the relaxed rule writes through the same guard
+    before = lake.spark.sql(history).first()["version"]
+    heard: list[str] = []
+    try:
+        rules.write_text(relaxed)
+        readmitted, _ = lake.invoke(
+            "run-operation",
+            "gamelake_readmit_quarantine",
+            "--args",
+            f"{{game: {ACTIVE}}}",
+            callbacks=(lambda event: heard.append(event.info.msg),),
+        )
+    finally:
+        rules.write_text(kept)
+    assert not readmitted.success and any(refusal in line for line in heard), heard[-5:]
+    assert lake.spark.sql(history).first()["version"] == before, "the refused re-admission committed"
