@@ -159,8 +159,14 @@ def with_gold_check(selection: list[str]) -> list[str]:
 
 
 def without_silver_check(args: tuple[str, ...]) -> tuple[str, ...]:
-    """The refresh's silver step without ``assert_silver_new_rows_valid``."""
-    return tuple(arg for arg in args if arg != SILVER_CHECK)
+    """The refresh's silver step without ``assert_silver_new_rows_valid``: unnamed and excluded,
+    since with every game's silver selected the project's buildable indirect selection adds it
+    back (its parents are all selected)."""
+    kept = tuple(arg for arg in args if arg != SILVER_CHECK)
+    if "--exclude" in kept:
+        at = kept.index("--exclude") + 1
+        return (*kept[:at], SILVER_CHECK, *kept[at:])
+    return (*kept, "--exclude", SILVER_CHECK)
 
 
 def with_silver_check(args: tuple[str, ...]) -> tuple[str, ...]:
