@@ -3,7 +3,8 @@ turn, in one Spark session.
 
     python -m bench.cycle_pairs --compare facts|gold-check|silver-check|gold-threads-N|gold-pools|
                                           gold-interpreted|histogram|one-statement|
-                                          stats-columns|gold-write
+                                          stats-columns|gold-write|shuffle-1|
+                                          gold-shuffle-1
                                 [--games 5] [--pairs 4] [--new 6000] [--warm-cycles 8]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
@@ -47,6 +48,12 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   MERGEs they ran before: the gold macros and the incremental materialization at
   ``MERGE_REVISION`` (``GOLD_WRITE_FILES``), placed in the bench's project copy before each of
   that side's blocks; the warm runner parses again in the block's untimed cycle.
+* ``shuffle-1``: every statement of the cycle with one shuffle partition
+  (``spark.sql.shuffle.partitions=1``), against the session's 4. A small cycle's aggregates and
+  joins shuffle a few thousand rows; each partition is a task the 2 cores schedule, and adaptive
+  execution coalesces them only after the shuffle's map side ran. Both sides set it.
+* ``gold-shuffle-1``: the same for gold's step alone (after silver's, on 2 threads): one shuffle
+  partition from its start, the session's 4 before it; against 4 throughout.
 
 On bench.refresh_profile's private lakehouse (the repo's dbt project as it is now, 60,000 events
 of history), ``--warm-cycles`` cycles run first (the JIT takes about 8 to settle,
@@ -96,6 +103,7 @@ MERGE_REVISION = "b8b953e"
 # Delta 4.4 adds an imperative aggregate (a file size histogram) to every snapshot's state
 # reconstruction, which a MERGE's scan of gold runs (delta-io/delta#6854)
 HISTOGRAM_CONF = "spark.databricks.delta.fileSizeHistogramMetrics.enabled"
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
 def _stats_tables(spark: Any) -> list[tuple[str, str]]:
@@ -281,6 +289,25 @@ COMPARISONS = {
         " histogram)\n",
         {"histogram off": {"gold_threads": 2}, "histogram on (Delta's default)": {"gold_threads": 2}},
         {"histogram off": {HISTOGRAM_CONF: "false"}},
+    ),
+    "shuffle-1": Comparison(
+        "Warm refresh cycles with one shuffle partition, and with the session's 4",
+        RESULTS_DIR / "shuffle_partitions_pairs.md",
+        "# A cycle's statements on one shuffle partition, paired (bench/cycle_pairs.py --compare"
+        " shuffle-1)\n",
+        {"1 shuffle partition": {"gold_threads": 2}, "4 (the session's)": {"gold_threads": 2}},
+        {"1 shuffle partition": {SHUFFLE_PARTITIONS: "1"}, "4 (the session's)": {SHUFFLE_PARTITIONS: "4"}},
+    ),
+    "gold-shuffle-1": Comparison(
+        "Warm refresh cycles with gold's step on one shuffle partition, and on the session's 4",
+        RESULTS_DIR / "shuffle_partitions_pairs.md",
+        "# A cycle's statements on one shuffle partition, paired (bench/cycle_pairs.py --compare"
+        " shuffle-1)\n",
+        {
+            "gold on 1 shuffle partition": {"gold_threads": 2, "gold_confs": {SHUFFLE_PARTITIONS: "1"}},
+            "4 (the session's)": {"gold_threads": 2},
+        },
+        {side: {SHUFFLE_PARTITIONS: "4"} for side in ("gold on 1 shuffle partition", "4 (the session's)")},
     ),
     "stats-columns": _set_before_each_block(
         "Warm refresh cycles with file statistics on the readers' columns, and on every column",

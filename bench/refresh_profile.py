@@ -220,6 +220,7 @@ def _cycle(
     gold_interpreted: bool = False,
     upkeep_policy: UpkeepPolicy | None = None,
     silver_step: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
+    gold_confs: dict[str, str] | None = None,
 ) -> tuple[float, list[Any], UpkeepDone | None]:
     """One cycle as ``cycle`` says: its wall time, the results of every node it ran, and what the
     refresh's upkeep after it did (lakehouse_upkeep, under the same lock). Given the
@@ -230,7 +231,8 @@ def _cycle(
     thread and gold on that many, as `ingest refresh --gold-threads` does (``second`` unused);
     ``gold_interpreted`` runs that gold step interpreted whatever the cycle's size;
     ``upkeep_policy`` is the upkeep's (the refresh's defaults without); ``silver_step``, given,
-    rewrites the split step's silver invocation (its arguments in, the ones to run out)."""
+    rewrites the split step's silver invocation (its arguments in, the ones to run out);
+    ``gold_confs`` are Spark confs set for that gold step (left set: the caller resets them)."""
     if rows is not None and cycle == "refresh":
         set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
@@ -256,6 +258,8 @@ def _cycle(
                     hand_gold_step()
                     if gold_interpreted:
                         set_mode(spark, True)
+                    for key, value in (gold_confs or {}).items():
+                        spark.conf.set(key, value)
 
                 def invoke(*args: str) -> Any:
                     if silver_step is not None and "--indirect-selection" not in args:  # not gold's
