@@ -8,8 +8,9 @@ the games, whose Spark jobs are read from the session's REST API: each job's gro
 status description when Delta set one (``Delta: Compute snapshot for version: N`` is grouped
 as ``Delta: Compute snapshot for version``), else the call site Spark names the job by. Per
 group: jobs, stages, tasks and the jobs' summed durations (jobs of two dbt threads overlap, so
-the sum can pass the cycle's wall time). Printed and appended to bench/results/cycle_jobs.md
-with the machine and the date.
+the sum can pass the cycle's wall time), and the time at least one job ran (the union of the
+jobs' intervals): the rest of the wall no Spark job ran at all. Printed and appended to
+bench/results/cycle_jobs.md with the machine and the date.
 """
 
 from __future__ import annotations
@@ -44,13 +45,24 @@ def _jobs() -> list[dict[str, Any]]:
     return list(_get(f"/{app}/jobs"))
 
 
-def _seconds(job: dict[str, Any]) -> float:
-    def at(stamp: str) -> datetime:
-        return datetime.strptime(stamp.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+def _at(stamp: str) -> float:
+    return datetime.strptime(stamp.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
+
+def _seconds(job: dict[str, Any]) -> float:
     if not job.get("completionTime"):
         return 0.0
-    return (at(job["completionTime"]) - at(job["submissionTime"])).total_seconds()
+    return _at(job["completionTime"]) - _at(job["submissionTime"])
+
+
+def seconds_any_job_ran(jobs: list[dict[str, Any]]) -> float:
+    """The length of the union of the jobs' intervals."""
+    spans = sorted((_at(j["submissionTime"]), _at(j["submissionTime"]) + _seconds(j)) for j in jobs)
+    covered, end = 0.0, float("-inf")
+    for start, stop in spans:
+        covered += max(0.0, stop - max(start, end))
+        end = max(end, stop)
+    return covered
 
 
 def group_of(job: dict[str, Any]) -> str:
@@ -104,7 +116,8 @@ def report(
     lines = [
         f"- {games} games, {new:,} new events for all of them; the cycle after {warm_cycles} warm ones: "
         f"{took:.1f} s wall, {total[0]:.0f} Spark jobs, {total[1]:.0f} stages, {total[2]:.0f} tasks, "
-        f"{total[3]:.1f} s of job time summed",
+        f"{total[3]:.1f} s of job time summed; at least one job running {seconds_any_job_ran(jobs):.1f} s "
+        "of the wall",
         "",
         "| jobs started by | jobs | stages | tasks | summed s |",
         "|---|---:|---:|---:|---:|",
