@@ -4,7 +4,7 @@ turn, in one Spark session.
     python -m bench.cycle_pairs --compare facts|gold-check|silver-check|gold-threads-N|gold-pools|
                                           gold-interpreted|histogram|one-statement|
                                           stats-columns|gold-write|shuffle-1|
-                                          gold-shuffle-1
+                                          gold-shuffle-1|crc-files
                                 [--games 5] [--pairs 4] [--new 6000] [--warm-cycles 8]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
@@ -54,6 +54,10 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   execution coalesces them only after the shuffle's map side ran. Both sides set it.
 * ``gold-shuffle-1``: the same for gold's step alone (after silver's, on 2 threads): one shuffle
   partition from its start, the session's 4 before it; against 4 throughout.
+* ``crc-files``: each commit's checksum file (``NNN.crc``) listing the table's files up to
+  ``CRC_FILES_UP_TO`` of them (``spark.databricks.delta.allFilesInCrc.thresholdNumFiles``),
+  against Delta's 50. A reader of a version whose checksum lists its files needs no Spark job to
+  rebuild the file list; silver's tables hold more than 50 files, gold's one.
 
 On bench.refresh_profile's private lakehouse (the repo's dbt project as it is now, 60,000 events
 of history), ``--warm-cycles`` cycles run first (the JIT takes about 8 to settle,
@@ -104,6 +108,8 @@ MERGE_REVISION = "b8b953e"
 # reconstruction, which a MERGE's scan of gold runs (delta-io/delta#6854)
 HISTOGRAM_CONF = "spark.databricks.delta.fileSizeHistogramMetrics.enabled"
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+CRC_FILES = "spark.databricks.delta.allFilesInCrc.thresholdNumFiles"
+CRC_FILES_UP_TO = "10000"
 
 
 def _stats_tables(spark: Any) -> list[tuple[str, str]]:
@@ -308,6 +314,16 @@ COMPARISONS = {
             "4 (the session's)": {"gold_threads": 2},
         },
         {side: {SHUFFLE_PARTITIONS: "4"} for side in ("gold on 1 shuffle partition", "4 (the session's)")},
+    ),
+    "crc-files": Comparison(
+        "Warm refresh cycles with the file list in each checksum up to 10,000 files, and up to 50",
+        RESULTS_DIR / "crc_files_pairs.md",
+        "# The table's files in each commit's checksum, paired (bench/cycle_pairs.py --compare crc-files)\n",
+        {side: {"gold_threads": 2} for side in ("files in the checksum up to 10,000", "up to 50 (Delta's)")},
+        {
+            "files in the checksum up to 10,000": {CRC_FILES: CRC_FILES_UP_TO},
+            "up to 50 (Delta's)": {CRC_FILES: "50"},
+        },
     ),
     "stats-columns": _set_before_each_block(
         "Warm refresh cycles with file statistics on the readers' columns, and on every column",
