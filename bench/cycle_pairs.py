@@ -108,6 +108,9 @@ MERGE_REVISION = "b8b953e"
 # reconstruction, which a MERGE's scan of gold runs (delta-io/delta#6854)
 HISTOGRAM_CONF = "spark.databricks.delta.fileSizeHistogramMetrics.enabled"
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+SHUFFLE_HEADING = (
+    "# A cycle's statements on one shuffle partition, paired (bench/cycle_pairs.py --compare shuffle-1)\n"
+)
 CRC_FILES = "spark.databricks.delta.allFilesInCrc.thresholdNumFiles"
 CRC_FILES_UP_TO = "10000"
 
@@ -299,16 +302,14 @@ COMPARISONS = {
     "shuffle-1": Comparison(
         "Warm refresh cycles with one shuffle partition, and with the session's 4",
         RESULTS_DIR / "shuffle_partitions_pairs.md",
-        "# A cycle's statements on one shuffle partition, paired (bench/cycle_pairs.py --compare"
-        " shuffle-1)\n",
+        SHUFFLE_HEADING,
         {"1 shuffle partition": {"gold_threads": 2}, "4 (the session's)": {"gold_threads": 2}},
         {"1 shuffle partition": {SHUFFLE_PARTITIONS: "1"}, "4 (the session's)": {SHUFFLE_PARTITIONS: "4"}},
     ),
     "gold-shuffle-1": Comparison(
         "Warm refresh cycles with gold's step on one shuffle partition, and on the session's 4",
         RESULTS_DIR / "shuffle_partitions_pairs.md",
-        "# A cycle's statements on one shuffle partition, paired (bench/cycle_pairs.py --compare"
-        " shuffle-1)\n",
+        SHUFFLE_HEADING,
         {
             "gold on 1 shuffle partition": {"gold_threads": 2, "gold_confs": {SHUFFLE_PARTITIONS: "1"}},
             "4 (the session's)": {"gold_threads": 2},
