@@ -4,7 +4,7 @@ turn, in one Spark session.
     python -m bench.cycle_pairs --compare facts|gold-check|silver-check|gold-threads-N|gold-pools|
                                           gold-interpreted|histogram|one-statement|
                                           stats-columns|gold-write|shuffle-1|
-                                          gold-shuffle-1|crc-files
+                                          gold-shuffle-1|crc-files|snapshot-partitions-1
                                 [--games 5] [--pairs 4] [--new 6000] [--warm-cycles 8]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
@@ -58,6 +58,11 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   ``CRC_FILES_UP_TO`` of them (``spark.databricks.delta.allFilesInCrc.thresholdNumFiles``),
   against Delta's 50. A reader of a version whose checksum lists its files needs no Spark job to
   rebuild the file list; silver's tables hold more than 50 files, gold's one.
+* ``snapshot-partitions-1``: Delta's log replay (a snapshot's state: its files, their statistics
+  and the sums a checksum holds) in one partition (``spark.databricks.delta.snapshotPartitions``),
+  against the session's 2. A cycle's tables hold a checkpoint and a few commits each, and every
+  commit leaves a snapshot whose state the next reader rebuilds with Spark jobs of that many
+  tasks. Both sides set it.
 
 On bench.refresh_profile's private lakehouse (the repo's dbt project as it is now, 60,000 events
 of history), ``--warm-cycles`` cycles run first (the JIT takes about 8 to settle,
@@ -113,6 +118,7 @@ SHUFFLE_HEADING = (
 )
 CRC_FILES = "spark.databricks.delta.allFilesInCrc.thresholdNumFiles"
 CRC_FILES_UP_TO = "10000"
+SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 
 
 def _stats_tables(spark: Any) -> list[tuple[str, str]]:
@@ -324,6 +330,17 @@ COMPARISONS = {
         {
             "files in the checksum up to 10,000": {CRC_FILES: CRC_FILES_UP_TO},
             "up to 50 (Delta's)": {CRC_FILES: "50"},
+        },
+    ),
+    "snapshot-partitions-1": Comparison(
+        "Warm refresh cycles with Delta's log replay in one partition, and in the session's 2",
+        RESULTS_DIR / "snapshot_partitions_pairs.md",
+        "# Delta's log replay in one partition, paired (bench/cycle_pairs.py --compare"
+        " snapshot-partitions-1)\n",
+        {side: {"gold_threads": 2} for side in ("log replay in 1 partition", "2 (the session's)")},
+        {
+            "log replay in 1 partition": {SNAPSHOT_PARTITIONS: "1"},
+            "2 (the session's)": {SNAPSHOT_PARTITIONS: "2"},
         },
     ),
     "stats-columns": _set_before_each_block(
