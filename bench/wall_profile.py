@@ -13,8 +13,11 @@ cycles to settle (bench/results/jvm_cpu.md, stop 65), and a refresh runs for hou
 The statement threads (py4j's, which run dbt's statements) are sorted by what their stacks show:
 waiting for dbt's next statement, waiting for a Spark job's tasks or an adaptive query's stages,
 a process Hadoop started, Delta's commit and log reads, analysis and planning; the executor's
-task threads by running or idle. Printed and appended to bench/results/wall_profile.md with the
-machine and date; the collapsed stacks stay in .cache/bench-profile/wall-profile.collapsed.
+task threads by running or idle. Delta's snapshot work is also sorted by what asked for it: a
+scan's or a write's file list, an overwrite's domain metadata, the optimizer's size of a table
+(the last two rebuild the snapshot's whole state, ``Snapshot.computedState``). Printed and
+appended to bench/results/wall_profile.md with the machine and date; the collapsed stacks stay
+in .cache/bench-profile/wall-profile.collapsed.
 """
 
 from __future__ import annotations
@@ -64,6 +67,15 @@ STATEMENT_PARTS = (
     ("QueryPlanner", "physical planning"),
     ("HiveExternalCatalog", "the Hive metastore"),
 )
+# what asked Delta for a snapshot's state, first match wins: (frame text, what it is)
+SNAPSHOT_ASKERS = (
+    ("getNewDomainMetadata", "an overwrite: the replaced snapshot's domain metadata (its whole state)"),
+    ("TahoeLogFileIndex.sizeInBytes", "the optimizer: a table's size (its whole state)"),
+    ("OptimisticTransactionImpl.filterFiles", "a write: the files it replaces or checks"),
+    ("OptimisticTransactionImpl.filesForScan", "a read of the table being written, in its transaction"),
+    ("PrepareDeltaScanBase.filesForScan", "a read: the files a scan takes (data skipping)"),
+    ("DeltaTableV2.tableSchema", "analysis: a table's schema"),
+)
 
 
 def profiler_library() -> Path:
@@ -102,12 +114,15 @@ def summarise(path: Path, wall: float, cycles: int, interval: float) -> list[str
     statement: Counter[str] = Counter()
     executor: Counter[str] = Counter()
     leaves: Counter[str] = Counter()
+    askers: Counter[str] = Counter()
     for thread, frames, samples in stacks(path):
         part = statement_part(frames)
         if part is not None:
             statement[part] += samples
             if not part.startswith("idle"):
                 leaves[_leaf(frames)] += samples
+            if part.startswith("Delta: a snapshot"):
+                askers[_snapshot_asker(frames)] += samples
         elif thread.startswith("Executor task"):
             executor[_executor_state(frames)] += samples
     per_cycle = interval / cycles
@@ -129,7 +144,18 @@ def summarise(path: Path, wall: float, cycles: int, interval: float) -> list[str
         "|---:|---|",
         *(f"| {count * per_cycle:.2f} | {leaf} |" for leaf, count in leaves.most_common(SHOWN)),
         "",
+        "Statement threads in Delta's snapshot work (the row above, on CPU and blocked): what asked for it",
+        "",
+        "| what asked for the snapshot's state | s a cycle |",
+        "|---|---:|",
+        *(f"| {asker} | {count * per_cycle:.2f} |" for asker, count in askers.most_common()),
+        "",
     ]
+
+
+def _snapshot_asker(frames: list[str]) -> str:
+    text = ";".join(frames)
+    return next((what for marker, what in SNAPSHOT_ASKERS if marker in text), "other")
 
 
 def _executor_state(frames: list[str]) -> str:
