@@ -27,6 +27,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -55,28 +56,20 @@ def one_thread(spark: Any, queries: list[str]) -> None:
 
 def two_threads(sessions: list[Any], queries: list[str]) -> None:
     """Each session's thread takes the next query when its last one ends, as dbt's threads do."""
-    pending = list(queries)
+    pending = iter(queries)
     lock = threading.Lock()
-    failures: list[BaseException] = []
 
     def work(session: Any) -> None:
-        while not failures:
+        while True:
             with lock:
-                if not pending:
-                    return
-                query = pending.pop(0)
-            try:
-                session.sql(query).collect()
-            except BaseException as error:
-                failures.append(error)
+                query = next(pending, None)
+            if query is None:
+                return
+            session.sql(query).collect()
 
-    threads = [threading.Thread(target=work, args=(session,)) for session in sessions]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if failures:
-        raise failures[0]
+    with ThreadPoolExecutor(len(sessions)) as pool:
+        for done in [pool.submit(work, session) for session in sessions]:
+            done.result()  # a thread's failure, raised here
 
 
 def measure(spark: Any, queries: list[str], rounds: int) -> dict[str, list[float]]:
