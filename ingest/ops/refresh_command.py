@@ -7,7 +7,8 @@ at most ``--max-versions-per-build`` bronze versions (a backlog is read in steps
 other; after a failed build: later and fewer, see ``build_pacing``). SIGTERM or SIGINT stops it
 after the build in progress, which is never cut in half. After its first (whole) build, a cycle
 builds the bronze slice, then only the silver and gold of the games with rows in it
-(``refresh_selection``; silver on one dbt thread, then gold on ``--gold-threads``): a game
+(``refresh_selection``; silver on ``--silver-threads`` dbt threads, each above one on a Spark
+session of its own (``thread_sessions``), then gold on ``--gold-threads``): a game
 without new events costs no Spark job and no commit. Each build
 is incremental by
 the contract in doc/DESIGN.md ("The incremental contract"), so a stop, a crash or a second
@@ -62,12 +63,16 @@ from ingest.ops.refresh_selection import (
     build_selection,
     read_slice_readers,
 )
+from ingest.ops.thread_sessions import session_per_thread
 from ingest.ops.warm_dbt import WarmDbt
 
 log = logging.getLogger("gamelake.refresh")
 DEFAULT_MAX_ROWS = 600_000  # half the 1.2M-row slice that ran a 2 GB driver out of memory
 # gold models on two threads overlap one's driver work with the other's jobs: bench/results/gold_threads.md
 DEFAULT_GOLD_THREADS = 2
+# silver on two threads, a Spark session each, paid at 60 games (a cycle's median 0.92) and not
+# at 5 (1.03, with gold on clones too): bench/results/silver_threads_pairs.md. One until 5 says so.
+DEFAULT_SILVER_THREADS = 1
 PROFILES_DIR = PROJECT_DIR / "profiles"
 
 REGISTRY = CollectorRegistry()
@@ -183,13 +188,15 @@ def _build(
     whole: bool,
     upkeep: UpkeepPolicy | None,
     gold_threads: int = DEFAULT_GOLD_THREADS,
+    silver_threads: int = 1,
 ) -> bool:
     """The whole project, or the slice and then only the games with rows in it (refresh_selection),
     then the upkeep of what a good build wrote (lakehouse_upkeep), under one build lock."""
     tables_dir = as_location(watch.readers.silver_dir).parent
     try:
         with cycle_lock(tables_dir) as held:
-            written = _build_locked(spark, watch, tables_dir, {**bounds, **held}, whole, gold_threads)
+            given = {**bounds, **held}
+            written = _build_locked(spark, watch, tables_dir, given, whole, (silver_threads, gold_threads))
             if written is not None and upkeep is not None:
                 _upkeep(spark, tables_dir, written, upkeep)
             return written is not None
@@ -229,8 +236,9 @@ def _build_locked(
     tables_dir: TableLocation,
     given_vars: dict[str, Any],
     whole: bool,
-    gold_threads: int,
+    threads: tuple[int, int],
 ) -> Written | None:
+    """``threads``: silver's and gold's dbt threads."""
     given = {name: value for name, value in given_vars.items() if value}
     bound = ["--vars", json.dumps(given)] if given else []
     if whole:
@@ -256,7 +264,18 @@ def _build_locked(
             gold_began.append(classes_compiled(spark))
 
         # the same vars: a change would re-parse
-        ok = build_after_slice(_DBT.invoke, selection, bound, gold_threads, before_gold=before_gold)
+        silver_threads, gold_threads = threads
+        ok = build_after_slice(
+            _DBT.invoke,
+            selection,
+            bound,
+            gold_threads,
+            before_gold,
+            silver_threads,
+            silver_sessions=lambda: (
+                session_per_thread(spark) if silver_threads > 1 else contextlib.nullcontext()
+            ),
+        )
         if gold_began:  # counted before the upkeep, whose compaction runs compiled
             _OUTCOMES.gold_classes = classes_compiled(spark) - gold_began[0]
     return Written(tuple(readers.games_to_build()), readers.quarantine_to_build()) if ok else None
@@ -285,12 +304,14 @@ def build_once(
     whole: bool = True,
     upkeep: UpkeepPolicy | None = None,
     gold_threads: int = DEFAULT_GOLD_THREADS,
+    silver_threads: int = 1,
 ) -> int | None:
     """One build reading at most ``size``'s bronze versions and rows: the whole project, or
     (``whole=False``) only the games with new rows; the bronze version it covered, or None when
     it failed. A small cycle's statements run interpreted (ingest/ops/codegen_mode.py). With
     ``upkeep``, a good build's tables are compacted and vacuumed as it says. Above one
-    ``gold_threads``, a cycle builds silver on one thread and then gold on that many."""
+    ``gold_threads``, a cycle builds silver on ``silver_threads``, each on a Spark session of its
+    own (ingest/ops/thread_sessions.py), and then gold on ``gold_threads``."""
     started = time.monotonic()
     max_rows, max_versions = size.max_rows, size.max_versions
     run_interpreted = size.runs_interpreted()
@@ -301,7 +322,7 @@ def build_once(
         watch.hand_rows_to(spark)
     watch.hand_versions_to(spark)  # marks and versions, read once from the Delta logs
     bounds = {"gamelake_slice_max_versions": max_versions, "gamelake_slice_max_rows": max_rows}
-    ok = _build(spark, watch, bounds, whole, upkeep, gold_threads)
+    ok = _build(spark, watch, bounds, whole, upkeep, gold_threads, silver_threads)
     took = time.monotonic() - started
     BUILD_SECONDS.observe(took)
     BUILDS.labels("ok" if ok else "failed").inc()
@@ -346,6 +367,7 @@ def run_continuously(
     interpreted_below: int = INTERPRETED_BELOW_ROWS,
     upkeep: UpkeepPolicy | None = None,
     gold_threads: int = DEFAULT_GOLD_THREADS,
+    silver_threads: int = 1,
 ) -> int:
     built: int | None = None
     last_start = 0.0
@@ -364,7 +386,13 @@ def run_continuously(
             # the first build of a process builds everything (views, a game added meanwhile)
             size = CycleSize(pacing.versions(), pacing.rows(), watch.rows_after(built), interpreted_below)
             covered = build_once(
-                spark, watch, size, whole=built is None, upkeep=upkeep, gold_threads=gold_threads
+                spark,
+                watch,
+                size,
+                whole=built is None,
+                upkeep=upkeep,
+                gold_threads=gold_threads,
+                silver_threads=silver_threads,
             )
             if covered is None:
                 pacing.failed(behind=version - (built if built is not None else -1))
@@ -410,6 +438,13 @@ def _refresh(args: argparse.Namespace) -> int:
         )
     if args.gold_threads < 1:
         raise ConfigError(f"--gold-threads {args.gold_threads}: give a number of dbt threads, 1 or more")
+    if args.silver_threads < 1:
+        raise ConfigError(f"--silver-threads {args.silver_threads}: give a number of dbt threads, 1 or more")
+    if args.silver_threads > 1 and args.gold_threads == 1:
+        raise ConfigError(
+            f"--silver-threads {args.silver_threads} with --gold-threads 1: one gold thread builds silver"
+            " and gold in one invocation on one thread; give --gold-threads 2 or more, or --silver-threads 1"
+        )
     if args.min_interval < 0:
         raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
     for flag, value, unit in (
@@ -448,7 +483,9 @@ def _refresh(args: argparse.Namespace) -> int:
     try:
         pacing = BuildPacing(args.min_interval, args.max_versions_per_build, args.max_rows_per_build)
         upkeep = UpkeepPolicy(args.compact_files, args.vacuum_hours, args.checkpoint_commits, args.log_hours)
-        return run_continuously(spark, watch, pacing, args.interpreted_below_rows, upkeep, args.gold_threads)
+        return run_continuously(
+            spark, watch, pacing, args.interpreted_below_rows, upkeep, args.gold_threads, args.silver_threads
+        )
     finally:
         if server is not None:
             server.shutdown()
@@ -526,8 +563,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--gold-threads",
         type=int,
         default=DEFAULT_GOLD_THREADS,
-        help="with --continuous, the dbt threads gold is built on, after silver on one (1: silver and gold "
+        help="with --continuous, the dbt threads gold is built on, after silver's step (1: silver and gold "
         f"in one invocation on one thread; default {DEFAULT_GOLD_THREADS})",
+    )
+    parser.add_argument(
+        "--silver-threads",
+        type=int,
+        default=DEFAULT_SILVER_THREADS,
+        help="with --continuous and more than one gold thread, the dbt threads silver is built on, each on a "
+        f"Spark session of its own (default {DEFAULT_SILVER_THREADS})",
     )
     parser.add_argument(
         "--metrics-port", type=int, default=9109, help="port of the refresh's /metrics (0 disables; 9109)"

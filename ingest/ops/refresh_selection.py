@@ -15,8 +15,10 @@ cycle's second invocation (``spark.gamelake.slice_facts``, macros/medallion/bron
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,14 +149,15 @@ def after_slice_args(selection: list[str]) -> list[str]:
     return ["build", "--select", *selection, *_LEFT_TO_DBT_BUILD]
 
 
-def silver_step_args(selection: list[str]) -> list[str]:
+def silver_step_args(selection: list[str], threads: int = 1) -> list[str]:
     """The second step's first half: the bronze readers of the selection and their checks, on
-    one thread (a reader's mark is a conf of the shared session: macros/medallion/session_threads.sql).
+    one thread, or on ``threads`` when each has a Spark session of its own (a reader's mark is a
+    conf of its session: macros/medallion/session_threads.sql, ingest/ops/thread_sessions.py).
     The silver check is named: its parents are every game's silver, so the project's indirect
     selection (``buildable``) would leave it out of any cycle that builds fewer than all games."""
     readers = [chosen.removesuffix("+") for chosen in selection]
     check = [SILVER_CHECK] if any(reader != QUARANTINE for reader in readers) else []
-    return ["build", "--select", *readers, *check, *_LEFT_TO_DBT_BUILD, "--threads", "1"]
+    return ["build", "--select", *readers, *check, *_LEFT_TO_DBT_BUILD, "--threads", str(threads)]
 
 
 def gold_step_args(selection: list[str], threads: int, stopped: tuple[str, ...] = ()) -> list[str]:
@@ -188,17 +191,22 @@ def build_after_slice(
     extra: list[str],
     gold_threads: int,
     before_gold: Callable[[], None],
+    silver_threads: int = 1,
+    silver_sessions: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> bool:
     """A cycle's second step; ``invoke(*args)`` runs dbt and returns its ``dbtRunnerResult``. With
-    one gold thread, one invocation; with more, silver on one thread, then gold on
-    ``gold_threads`` (a gold model waits on Spark's driver half its time, when another model's
-    jobs can run: bench/results/gold_threads.md). ``before_gold`` hands the gold step silver's
+    one gold thread, one invocation; with more, silver on ``silver_threads`` inside
+    ``silver_sessions()`` (more than one thread only where that gives each a Spark session of
+    its own: ingest/ops/thread_sessions.py), then gold on ``gold_threads`` (a gold model waits
+    on Spark's driver half its time, when another model's jobs can run:
+    bench/results/gold_threads.md). ``before_gold`` hands the gold step silver's
     new Delta versions: gold reads silver as of the version it is handed, and the gold step
     builds no silver that would tell it to read one further (gamelake_table_version). Whether
     every node went through."""
     if gold_threads <= 1:
         return bool(invoke(*after_slice_args(selection), *extra).success)
-    silver = invoke(*silver_step_args(selection), *extra)
+    with silver_sessions():
+        silver = invoke(*silver_step_args(selection, silver_threads), *extra)
     if silver.result is None or silver.exception is not None:
         return False  # stopped before any node ran: a parse error, the lock refused
     gold = gold_step_args(selection, gold_threads, failed_in(silver.result.results))

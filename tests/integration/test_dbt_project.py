@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -34,6 +35,7 @@ from ingest.ops.refresh_selection import (
     read_slice_readers,
 )
 from ingest.ops.stats_columns import STATS_COLUMNS, stats_columns
+from ingest.ops.thread_sessions import SESSION_PER_THREAD_CONF, session_per_thread
 from tests.integration import dbt_support as support
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -709,6 +711,91 @@ def test_a_cycle_builds_gold_on_threads_after_silver_on_one(lake: Lake, writer: 
     assert {f"gold_{ACTIVE}_player_agg", f"gold_{ACTIVE}_daily_active"} <= set(gold_step)
     assert all(name.startswith("gold_") for name in gold_step), gold_step
     assert steps[-1].result.args["threads"] == 2
+
+
+def test_each_dbt_thread_given_a_session_of_its_own_keeps_its_conf(lake: Lake) -> None:
+    # ingest/ops/thread_sessions.py: the thread that opened them runs on the base session; any
+    # other thread on a clone of it, taken at its first statement with the base's conf as it was
+    # then, whose own settings stay its own while another thread sets the same conf.
+    key = "spark.gamelake.test_thread_conf"
+    lake.spark.conf.set(key, "handed")
+    seen: dict[str, list[str]] = {}
+    both_set = threading.Barrier(2)
+
+    def thread(name: str) -> None:
+        session = sessions.session()
+        seen[name] = [session.conf.get(key)]
+        session.sql(f"set {key}={name}")
+        both_set.wait(timeout=60)
+        seen[name].append(session.sql(f"set {key}").first()[1])
+
+    try:
+        with session_per_thread(lake.spark) as sessions:
+            assert sessions.session() is lake.spark
+            assert lake.spark.conf.get(SESSION_PER_THREAD_CONF) == "true"
+            workers = [threading.Thread(target=thread, args=(name,)) for name in ("one", "two")]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join(timeout=120)
+        assert seen == {"one": ["handed", "one"], "two": ["handed", "two"]}
+        assert lake.spark.conf.get(key) == "handed", "a thread's setting reached the base session"
+        assert lake.spark.conf.get(SESSION_PER_THREAD_CONF, None) is None
+    finally:
+        lake.spark.conf.unset(key)
+
+
+def test_a_cycle_builds_silver_on_threads_each_on_a_session_of_its_own(
+    lake: Lake, writer: support.BronzeWriter
+) -> None:
+    # `ingest refresh --silver-threads 2`: silver's step on two dbt threads, each on a Spark
+    # session of its own, where the shared session refuses them (the test above it). Every
+    # reader's mark, a conf of its thread's session, rides in its own data commit, naming its own
+    # table and the slice it read; the rows are exact, and the base session keeps no mark.
+    games = sorted(game for game, active in lake.seeded.items() if active)
+    assert len(games) >= 3, games
+    silver_dir = _table_dir(lake, f"silver.silver_{ACTIVE}").parent
+    watch = BronzeWatch(lake.bronze_path, ReaderMarks(silver_dir))
+    steps: list[Any] = []
+
+    def invoke(*args: str) -> Any:
+        steps.append(lake.dbt(*args))
+        return steps[-1]
+
+    try:
+        for cycle in range(2):
+            at = NOW - timedelta(minutes=1)
+            batch = [writer.event(game, 4, at, gamers=6) for game in games for _ in range(8)]
+            batch.append(writer.event(ACTIVE, 4, at, event_timestamp=None))  # the quarantine's too
+            lake.land(batch, support.schema_for(4))
+            watch.version()
+            watch.hand_versions_to(lake.spark)
+            lake.build(f"cycle {cycle}: the slice", "stg_bronze__new_events")
+            readers = read_slice_readers(lake.spark)
+            selection = build_selection(readers)
+            assert len(selection) == len(games) + 1, selection
+            assert build_after_slice(
+                invoke,
+                selection,
+                [],
+                gold_threads=2,
+                before_gold=lambda: watch.hand_table_versions_to(lake.spark),
+                silver_threads=2,
+                silver_sessions=lambda: session_per_thread(lake.spark),
+            )
+            for reader in [f"silver.silver_{game}" for game in games] + ["silver.silver_quarantine"]:
+                mark = committed_mark(_delta_log(lake, reader).history(1), reader)
+                assert mark is not None and mark.version == readers.to_version, f"{reader}: {mark}"
+            for game in games:
+                assert_gold_exact(lake, game, assert_silver_exact(lake, game))
+    finally:
+        for key in (VERSIONS_CONF, HANDED_CONF):
+            lake.spark.conf.unset(key)
+    silver_step = steps[-2].result
+    assert silver_step.args["threads"] == 2
+    assert len({r.thread_id for r in silver_step.results if r.node.resource_type == "model"}) == 2
+    metadata = lake.spark.conf.get("spark.databricks.delta.commitInfo.userMetadata", None)
+    assert not metadata, f"the base session kept a mark: {metadata}"
 
 
 def test_daily_active_adds_from_player_aggs_latest_day_and_recounts_the_days_before_it(

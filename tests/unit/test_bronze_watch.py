@@ -82,7 +82,7 @@ def test_a_refresh_cycle_hands_its_gold_step_silvers_new_version_and_not_its_mar
     monkeypatch.setattr(refresh_command, "read_slice_readers", lambda _: slice_readers)
     monkeypatch.setattr(refresh_command, "classes_compiled", lambda _: 0)  # no JVM to ask here
     tables = TableLocation.of(tmp_path)
-    assert refresh_command._build_locked(spark, watch, tables, {}, whole=False, gold_threads=2) is not None
+    assert refresh_command._build_locked(spark, watch, tables, {}, whole=False, threads=(1, 2)) is not None
 
     assert json.loads(at_gold[VERSIONS_CONF]) == {SILVER: 1, BRONZE_RELATION: 0}
     assert at_gold[HANDED_CONF] == marks_before, "the marks were read again before the gold step"

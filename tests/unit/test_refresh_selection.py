@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.ops.refresh_selection import (
     ANY_GAME,
@@ -148,7 +150,7 @@ def test_what_a_failed_node_stops_is_what_dbt_build_would_skip() -> None:
     assert failed_in(None) == ()
 
 
-def _steps_of(gold_threads: int, silver_status: str = "success") -> list[str]:
+def _steps_of(gold_threads: int, silver_status: str = "success", silver_threads: int = 1) -> list[str]:
     """What a split cycle does, in order: each dbt invocation's command and the versions handed."""
     done: list[str] = []
 
@@ -159,7 +161,12 @@ def _steps_of(gold_threads: int, silver_status: str = "success") -> list[str]:
         return SimpleNamespace(result=SimpleNamespace(results=results), exception=None, success=True)
 
     build_after_slice(
-        invoke, ["silver_alpha+"], [], gold_threads, before_gold=lambda: done.append("hand versions")
+        invoke,
+        ["silver_alpha+"],
+        [],
+        gold_threads,
+        before_gold=lambda: done.append("hand versions"),
+        silver_threads=silver_threads,
     )
     return done
 
@@ -172,12 +179,26 @@ def test_the_gold_step_is_handed_silvers_new_versions_after_the_silver_step() ->
     assert _steps_of(gold_threads=2, silver_status="error") == ["dbt build threads=1"]  # no gold step
 
 
-def test_gold_threads_below_one_are_refused_before_spark_starts() -> None:
+def test_silver_on_threads_of_their_own_sessions_keeps_the_order_of_the_steps() -> None:
+    steps = _steps_of(gold_threads=2, silver_threads=2)
+    assert steps == ["dbt build threads=2", "hand versions", "dbt build threads=2"]
+    assert silver_step_args(["silver_alpha+"], threads=3)[-2:] == ["--threads", "3"]
+
+
+@pytest.mark.parametrize(
+    ("threads", "refusal"),
+    [
+        (["--gold-threads", "0"], "--gold-threads 0: give a number of dbt threads, 1 or more"),
+        (["--silver-threads", "0"], "--silver-threads 0: give a number of dbt threads, 1 or more"),
+        (["--silver-threads", "2", "--gold-threads", "1"], "--gold-threads 2 or more, or --silver-threads 1"),
+    ],
+)
+def test_threads_a_cycle_cannot_run_are_refused_before_spark_starts(threads: list[str], refusal: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "refresh", "--continuous", "--gold-threads", "0"],
+        [sys.executable, "-m", "ingest.cli", "refresh", "--continuous", *threads],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert done.returncode != 0
-    assert "--gold-threads 0: give a number of dbt threads, 1 or more" in done.stderr
+    assert refusal in done.stderr
