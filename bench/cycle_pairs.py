@@ -4,7 +4,8 @@ turn, in one Spark session.
     python -m bench.cycle_pairs --compare facts|gold-check|silver-check|gold-threads-N|gold-pools|
                                           gold-interpreted|histogram|one-statement|
                                           stats-columns|gold-write|shuffle-1|
-                                          gold-shuffle-1|crc-files|snapshot-partitions-1
+                                          gold-shuffle-1|crc-files|snapshot-partitions-1|
+                                          silver-threads-2
                                 [--games 5] [--pairs 4] [--new 6000] [--warm-cycles 8]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
@@ -54,6 +55,9 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   execution coalesces them only after the shuffle's map side ran. Both sides set it.
 * ``gold-shuffle-1``: the same for gold's step alone (after silver's, on 2 threads): one shuffle
   partition from its start, the session's 4 before it; against 4 throughout.
+* ``silver-threads-2``: silver's step on 2 dbt threads, each on a Spark session of its own
+  (ingest/ops/thread_sessions.py, ``ingest refresh --silver-threads 2``), against silver on one
+  thread; gold on 2 threads on both sides;
 * ``crc-files``: each commit's checksum file (``NNN.crc``) listing the table's files up to
   ``CRC_FILES_UP_TO`` of them (``spark.databricks.delta.allFilesInCrc.thresholdNumFiles``),
   against Delta's 50. A reader of a version whose checksum lists its files needs no Spark job to
@@ -341,6 +345,15 @@ COMPARISONS = {
         {
             "log replay in 1 partition": {SNAPSHOT_PARTITIONS: "1"},
             "2 (the session's)": {SNAPSHOT_PARTITIONS: "2"},
+        },
+    ),
+    "silver-threads-2": Comparison(
+        "Warm refresh cycles with silver on 2 dbt threads, a Spark session each, and on 1",
+        RESULTS_DIR / "silver_threads_pairs.md",
+        "# Silver's step on two dbt threads, paired (bench/cycle_pairs.py --compare silver-threads-2)\n",
+        {
+            "silver on 2 threads, a session each": {"gold_threads": 2, "silver_threads": 2},
+            "silver on 1 thread": {"gold_threads": 2},
         },
     ),
     "stats-columns": _set_before_each_block(

@@ -36,6 +36,7 @@ bench/results/refresh_profile.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import datetime as dt
 import json
@@ -68,6 +69,7 @@ from ingest.ops.refresh_selection import (
     build_selection,
     read_slice_readers,
 )
+from ingest.ops.thread_sessions import session_per_thread
 from ingest.ops.warm_dbt import WarmDbt
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "refresh_profile.md"
@@ -221,6 +223,7 @@ def _cycle(
     upkeep_policy: UpkeepPolicy | None = None,
     silver_step: Callable[[tuple[str, ...]], tuple[str, ...]] | None = None,
     gold_confs: dict[str, str] | None = None,
+    silver_threads: int = 1,
 ) -> tuple[float, list[Any], UpkeepDone | None]:
     """One cycle as ``cycle`` says: its wall time, the results of every node it ran, and what the
     refresh's upkeep after it did (lakehouse_upkeep, under the same lock). Given the
@@ -232,7 +235,9 @@ def _cycle(
     ``gold_interpreted`` runs that gold step interpreted whatever the cycle's size;
     ``upkeep_policy`` is the upkeep's (the refresh's defaults without); ``silver_step``, given,
     rewrites the split step's silver invocation (its arguments in, the ones to run out);
-    ``gold_confs`` are Spark confs set for that gold step (left set: the caller resets them)."""
+    ``gold_confs`` are Spark confs set for that gold step (left set: the caller resets them);
+    ``silver_threads`` above 1 builds silver on that many threads, each dbt thread on a Spark
+    session of its own (ingest/ops/thread_sessions.py), as `ingest refresh --silver-threads` does."""
     if rows is not None and cycle == "refresh":
         set_mode(spark, CycleSize(pending_rows=rows).runs_interpreted())
     if cycle == "build":
@@ -273,7 +278,11 @@ def _cycle(
                     selection,
                     given,
                     gold_threads,
-                    before_gold=before_gold,
+                    before_gold,
+                    silver_threads,
+                    silver_sessions=lambda: (
+                        session_per_thread(spark) if silver_threads > 1 else contextlib.nullcontext()
+                    ),
                 )
             elif selection:
                 _, games = _dbt(project, recorder, *second(selection), *given)
