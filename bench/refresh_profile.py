@@ -36,9 +36,9 @@ bench/results/refresh_profile.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import datetime as dt
+import functools
 import json
 import os
 import platform
@@ -69,7 +69,7 @@ from ingest.ops.refresh_selection import (
     build_selection,
     read_slice_readers,
 )
-from ingest.ops.thread_sessions import session_per_thread
+from ingest.ops.thread_sessions import sessions_for
 from ingest.ops.warm_dbt import WarmDbt
 
 RESULTS = PROJECT_DIR / "bench" / "results" / "refresh_profile.md"
@@ -273,16 +273,9 @@ def _cycle(
                     results.extend(step.result.results if step.result is not None else ())
                     return step
 
+                sessions = functools.partial(sessions_for, spark, silver_threads)
                 build_after_slice(
-                    invoke,
-                    selection,
-                    given,
-                    gold_threads,
-                    before_gold,
-                    silver_threads,
-                    silver_sessions=lambda: (
-                        session_per_thread(spark) if silver_threads > 1 else contextlib.nullcontext()
-                    ),
+                    invoke, selection, given, gold_threads, before_gold, silver_threads, sessions
                 )
             elif selection:
                 _, games = _dbt(project, recorder, *second(selection), *given)

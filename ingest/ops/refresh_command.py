@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import functools
 import json
 import logging
 import time
@@ -63,7 +64,7 @@ from ingest.ops.refresh_selection import (
     build_selection,
     read_slice_readers,
 )
-from ingest.ops.thread_sessions import session_per_thread
+from ingest.ops.thread_sessions import sessions_for
 from ingest.ops.warm_dbt import WarmDbt
 
 log = logging.getLogger("gamelake.refresh")
@@ -265,16 +266,9 @@ def _build_locked(
 
         # the same vars: a change would re-parse
         silver_threads, gold_threads = threads
+        sessions = functools.partial(sessions_for, spark, silver_threads)
         ok = build_after_slice(
-            _DBT.invoke,
-            selection,
-            bound,
-            gold_threads,
-            before_gold,
-            silver_threads,
-            silver_sessions=lambda: (
-                session_per_thread(spark) if silver_threads > 1 else contextlib.nullcontext()
-            ),
+            _DBT.invoke, selection, bound, gold_threads, before_gold, silver_threads, sessions
         )
         if gold_began:  # counted before the upkeep, whose compaction runs compiled
             _OUTCOMES.gold_classes = classes_compiled(spark) - gold_began[0]

@@ -109,6 +109,11 @@ def session_per_thread(base: Any) -> Iterator[ThreadSessions]:
         base.conf.unset(SESSION_PER_THREAD_CONF)
 
 
+def sessions_for(base: Any, threads: int) -> contextlib.AbstractContextManager[Any]:
+    """A session per thread for a build on more than one thread; the shared ``base`` for one."""
+    return session_per_thread(base) if threads > 1 else contextlib.nullcontext()
+
+
 def _pyspark_session_class() -> type:
     from pyspark.sql import SparkSession
 

@@ -13,7 +13,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -666,6 +666,19 @@ def test_facts_handed_over_by_the_refresh_are_read_as_handed(
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
 
 
+def _refresh_steps(lake: Lake) -> tuple[BronzeWatch, list[Any], Callable[..., Any]]:
+    """The refresh's watch on bronze and the readers' marks, and a dbt invoke that keeps each
+    step's result in the list, for a cycle run as `ingest refresh` runs it."""
+    watch = BronzeWatch(lake.bronze_path, ReaderMarks(_table_dir(lake, f"silver.silver_{ACTIVE}").parent))
+    steps: list[Any] = []
+
+    def invoke(*args: str) -> Any:
+        steps.append(lake.dbt(*args))
+        return steps[-1]
+
+    return watch, steps, invoke
+
+
 def test_a_cycle_builds_gold_on_threads_after_silver_on_one(lake: Lake, writer: support.BronzeWriter) -> None:
     # `ingest refresh --gold-threads 2` splits a cycle's second step: silver on one thread (a
     # reader's mark is a conf of the shared session), then gold on two in the same session. dbt
@@ -675,14 +688,7 @@ def test_a_cycle_builds_gold_on_threads_after_silver_on_one(lake: Lake, writer: 
     # reads silver as of the version it is handed, so handed the one before silver's insert, it
     # would hold none of this cycle's rows (and read files an upkeep with --vacuum-hours 0 has
     # deleted).
-    silver_dir = _table_dir(lake, f"silver.silver_{ACTIVE}").parent
-    watch = BronzeWatch(lake.bronze_path, ReaderMarks(silver_dir))
-    steps: list[Any] = []
-
-    def invoke(*args: str) -> Any:
-        steps.append(lake.dbt(*args))
-        return steps[-1]
-
+    watch, steps, invoke = _refresh_steps(lake)
     try:
         for cycle in range(2):
             batch = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(10)]
@@ -754,14 +760,7 @@ def test_a_cycle_builds_silver_on_threads_each_on_a_session_of_its_own(
     # table and the slice it read; the rows are exact, and the base session keeps no mark.
     games = sorted(game for game, active in lake.seeded.items() if active)
     assert len(games) >= 3, games
-    silver_dir = _table_dir(lake, f"silver.silver_{ACTIVE}").parent
-    watch = BronzeWatch(lake.bronze_path, ReaderMarks(silver_dir))
-    steps: list[Any] = []
-
-    def invoke(*args: str) -> Any:
-        steps.append(lake.dbt(*args))
-        return steps[-1]
-
+    watch, steps, invoke = _refresh_steps(lake)
     try:
         for cycle in range(2):
             at = NOW - timedelta(minutes=1)
