@@ -144,13 +144,27 @@ select * from final
     macros/project/get_where_subquery.sql), which would otherwise ask the table's history and
     change feed: two Spark jobs a game. Stamped with the invocation: every build takes the build
     lock, so no other writer commits to the table between this build's insert and its check.
-    As `invocation:date,date[/earliest/latest]`, the times with a T for the space SET would split at. -#}
+    As `invocation:date,date[/earliest/latest]`, the times with a T for the space SET would split at.
+    In the session's conf; on more than one dbt thread, where the check may run on another
+    thread's session (ingest/ops/thread_sessions.py, or the cluster's Thrift sessions), also in a
+    global temporary view. Without it, the check asked the history of the half of the tables
+    another thread built: 34 s against 26 at 60 games (bench/results/silver_threads_pairs.md). -#}
 {% macro _record_batch(relation, dates, event_at) %}
     {%- set times = '/' ~ event_at | join('/') | replace(' ', 'T') if event_at else '' -%}
-    {%- do run_query("set " ~ _batch_dates_conf(relation) ~ " = " ~ invocation_id ~ ":"
-        ~ dates | join(',') ~ times) -%}
+    {%- set recorded = invocation_id ~ ":" ~ dates | join(',') ~ times -%}
+    {%- do run_query("set " ~ _batch_dates_conf(relation) ~ " = " ~ recorded) -%}
+    {%- if target.threads > 1 -%}
+        {%- do run_query("create or replace global temporary view " ~ _batch_view(relation)
+            ~ " as select '" ~ recorded ~ "' as recorded") -%}
+    {%- endif -%}
 {% endmacro %}
 
 {% macro _batch_dates_conf(relation) %}
     {{ return('spark.gamelake.batch_dates.' ~ relation.schema ~ '.' ~ relation.identifier) }}
+{% endmacro %}
+
+{#- The global temporary view a build on more than one thread records its batch of `relation` in
+    as well: every session of the Spark application sees it (_recorded_batch). -#}
+{% macro _batch_view(relation) %}
+    {{ return('gamelake_batch__' ~ relation.schema ~ '__' ~ relation.identifier) }}
 {% endmacro %}

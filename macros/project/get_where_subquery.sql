@@ -49,10 +49,26 @@
     none when this invocation did not build it from the slice, or a build recorded them in another. -#}
 {% macro _recorded_batch(relation) %}
     {%- set recorded = run_query("set " ~ _batch_dates_conf(relation))[0][1] or '' -%}
+    {%- if not recorded.startswith(invocation_id ~ ':') and target.threads > 1 -%}
+        {%- set recorded = _recorded_by_another_thread(relation) -%}
+    {%- endif -%}
     {%- if not recorded.startswith(invocation_id ~ ':') -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set parts = recorded[invocation_id | length + 1:].split('/') -%}
     {%- set times = parts[1:] | map('replace', 'T', ' ') | list -%}
     {{ return({'dates': parts[0].split(',') if parts[0] else [], 'event_at': times or none}) }}
+{% endmacro %}
+
+{#- What a build on another dbt thread, in a Spark session of its own, recorded for `relation`
+    (_record_batch's global temporary view); '' when no build recorded one. -#}
+{% macro _recorded_by_another_thread(relation) %}
+    {%- set database = run_query("set spark.sql.globalTempDatabase")[0][1] -%}
+    {%- set view = _batch_view(relation) -%}
+    {%- set found = run_query("show views in " ~ database ~ " like '" ~ view ~ "'")
+        | selectattr('namespace', 'equalto', database) | list -%}
+    {%- if found | length == 0 -%}
+        {{ return('') }}
+    {%- endif -%}
+    {{ return(run_query("select recorded from " ~ database ~ "." ~ view)[0][0]) }}
 {% endmacro %}

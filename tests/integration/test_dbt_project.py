@@ -29,6 +29,7 @@ from ingest.ops.bronze_marks import HANDED_CONF, BronzeMark, ReaderMarks, bronze
 from ingest.ops.bronze_watch import VERSIONS_CONF, BronzeWatch
 from ingest.ops.cycle_facts import GOLD_MARKS_CONF, handing_cycle_facts
 from ingest.ops.refresh_selection import (
+    SILVER_CHECK,
     after_slice_args,
     build_after_slice,
     build_selection,
@@ -58,8 +59,8 @@ class Lake(support.ProjectLake):
         games.sync(self.project)
         self.seeded = seeded
 
-    def dbt(self, *args: str, expect_success: bool = True) -> Any:
-        result, failed = self.invoke(*args)
+    def dbt(self, *args: str, expect_success: bool = True, callbacks: tuple[Any, ...] = ()) -> Any:
+        result, failed = self.invoke(*args, callbacks=callbacks)
         assert result.success is expect_success, f"dbt {' '.join(args)}: {result.exception or failed}"
         return result
 
@@ -666,14 +667,16 @@ def test_facts_handed_over_by_the_refresh_are_read_as_handed(
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
 
 
-def _refresh_steps(lake: Lake) -> tuple[BronzeWatch, list[Any], Callable[..., Any]]:
+def _refresh_steps(
+    lake: Lake, callbacks: tuple[Callable[[Any], None], ...] = ()
+) -> tuple[BronzeWatch, list[Any], Callable[..., Any]]:
     """The refresh's watch on bronze and the readers' marks, and a dbt invoke that keeps each
     step's result in the list, for a cycle run as `ingest refresh` runs it."""
     watch = BronzeWatch(lake.bronze_path, ReaderMarks(_table_dir(lake, f"silver.silver_{ACTIVE}").parent))
     steps: list[Any] = []
 
     def invoke(*args: str) -> Any:
-        steps.append(lake.dbt(*args))
+        steps.append(lake.dbt(*args, callbacks=callbacks))
         return steps[-1]
 
     return watch, steps, invoke
@@ -757,10 +760,20 @@ def test_a_cycle_builds_silver_on_threads_each_on_a_session_of_its_own(
     # `ingest refresh --silver-threads 2`: silver's step on two dbt threads, each on a Spark
     # session of its own, where the shared session refuses them (the test above it). Every
     # reader's mark, a conf of its thread's session, rides in its own data commit, naming its own
-    # table and the slice it read; the rows are exact, and the base session keeps no mark.
+    # table and the slice it read; the rows are exact, and the base session keeps no mark. The
+    # silver check, on one of the threads, finds the batch each build recorded, whichever thread
+    # built it, rather than asking a table's history and change feed.
     games = sorted(game for game, active in lake.seeded.items() if active)
     assert len(games) >= 3, games
-    watch, steps, invoke = _refresh_steps(lake)
+    check_statements: list[str] = []
+
+    def heard(event: Any) -> None:
+        if event.info.name != "SQLQuery":
+            return
+        if event.data.node_info.unique_id == f"test.gamelake.{SILVER_CHECK}":
+            check_statements.append(event.data.sql)
+
+    watch, steps, invoke = _refresh_steps(lake, callbacks=(heard,))
     try:
         for cycle in range(2):
             at = NOW - timedelta(minutes=1)
@@ -793,6 +806,9 @@ def test_a_cycle_builds_silver_on_threads_each_on_a_session_of_its_own(
             lake.spark.conf.unset(key)
     silver_step = steps[-2].result
     assert silver_step.args["threads"] == 2
+    assert check_statements, "the silver check ran no statement"
+    asked = [sql for sql in check_statements if "describe history" in sql or "table_changes(" in sql]
+    assert not asked, f"the silver check asked for what a build had recorded: {asked[:2]}"
     assert len({r.thread_id for r in silver_step.results if r.node.resource_type == "model"}) == 2
     metadata = lake.spark.conf.get("spark.databricks.delta.commitInfo.userMetadata", None)
     assert not metadata, f"the base session kept a mark: {metadata}"
