@@ -71,8 +71,8 @@ log = logging.getLogger("gamelake.refresh")
 DEFAULT_MAX_ROWS = 600_000  # half the 1.2M-row slice that ran a 2 GB driver out of memory
 # gold models on two threads overlap one's driver work with the other's jobs: bench/results/gold_threads.md
 DEFAULT_GOLD_THREADS = 2
-# silver on two threads, a Spark session each, paid at 60 games (a cycle's median 0.92) and not
-# at 5 (1.03, with gold on clones too): bench/results/silver_threads_pairs.md. One until 5 says so.
+# silver on two threads, a Spark session each: a cycle's median 0.96 at 60 games over 6 pairs,
+# about 1.0 at 5 over 8, JVM CPU even to a tenth more (bench/results/silver_threads_pairs.md)
 DEFAULT_SILVER_THREADS = 1
 PROFILES_DIR = PROJECT_DIR / "profiles"
 
@@ -189,7 +189,7 @@ def _build(
     whole: bool,
     upkeep: UpkeepPolicy | None,
     gold_threads: int = DEFAULT_GOLD_THREADS,
-    silver_threads: int = 1,
+    silver_threads: int = DEFAULT_SILVER_THREADS,
 ) -> bool:
     """The whole project, or the slice and then only the games with rows in it (refresh_selection),
     then the upkeep of what a good build wrote (lakehouse_upkeep), under one build lock."""
@@ -298,7 +298,7 @@ def build_once(
     whole: bool = True,
     upkeep: UpkeepPolicy | None = None,
     gold_threads: int = DEFAULT_GOLD_THREADS,
-    silver_threads: int = 1,
+    silver_threads: int = DEFAULT_SILVER_THREADS,
 ) -> int | None:
     """One build reading at most ``size``'s bronze versions and rows: the whole project, or
     (``whole=False``) only the games with new rows; the bronze version it covered, or None when
@@ -361,7 +361,7 @@ def run_continuously(
     interpreted_below: int = INTERPRETED_BELOW_ROWS,
     upkeep: UpkeepPolicy | None = None,
     gold_threads: int = DEFAULT_GOLD_THREADS,
-    silver_threads: int = 1,
+    silver_threads: int = DEFAULT_SILVER_THREADS,
 ) -> int:
     built: int | None = None
     last_start = 0.0
@@ -409,6 +409,22 @@ def _health() -> dict[str, object]:
     return {"ok": True, "builds_failed": _OUTCOMES.builds_failed, "last_success": _OUTCOMES.last_success}
 
 
+def silver_threads_for(given: int | None, gold_threads: int) -> int:
+    """The dbt threads of silver's step: ``given`` (``--silver-threads``), or by default
+    ``DEFAULT_SILVER_THREADS`` when gold has a step of its own and one when it has not (one gold
+    thread builds silver and gold in one invocation)."""
+    if given is None:
+        return DEFAULT_SILVER_THREADS if gold_threads > 1 else 1
+    if given < 1:
+        raise ConfigError(f"--silver-threads {given}: give a number of dbt threads, 1 or more")
+    if given > 1 and gold_threads == 1:
+        raise ConfigError(
+            f"--silver-threads {given} with --gold-threads 1: one gold thread builds silver"
+            " and gold in one invocation on one thread; give --gold-threads 2 or more, or --silver-threads 1"
+        )
+    return given
+
+
 def _refresh(args: argparse.Namespace) -> int:
     from ingest.core.metrics import prometheus as metrics
     from ingest.core.metrics.dashboard_page import render_page
@@ -432,13 +448,7 @@ def _refresh(args: argparse.Namespace) -> int:
         )
     if args.gold_threads < 1:
         raise ConfigError(f"--gold-threads {args.gold_threads}: give a number of dbt threads, 1 or more")
-    if args.silver_threads < 1:
-        raise ConfigError(f"--silver-threads {args.silver_threads}: give a number of dbt threads, 1 or more")
-    if args.silver_threads > 1 and args.gold_threads == 1:
-        raise ConfigError(
-            f"--silver-threads {args.silver_threads} with --gold-threads 1: one gold thread builds silver"
-            " and gold in one invocation on one thread; give --gold-threads 2 or more, or --silver-threads 1"
-        )
+    silver_threads = silver_threads_for(args.silver_threads, args.gold_threads)
     if args.min_interval < 0:
         raise ConfigError(f"--min-interval {args.min_interval}: give a number of seconds, 0 or more")
     for flag, value, unit in (
@@ -478,7 +488,7 @@ def _refresh(args: argparse.Namespace) -> int:
         pacing = BuildPacing(args.min_interval, args.max_versions_per_build, args.max_rows_per_build)
         upkeep = UpkeepPolicy(args.compact_files, args.vacuum_hours, args.checkpoint_commits, args.log_hours)
         return run_continuously(
-            spark, watch, pacing, args.interpreted_below_rows, upkeep, args.gold_threads, args.silver_threads
+            spark, watch, pacing, args.interpreted_below_rows, upkeep, args.gold_threads, silver_threads
         )
     finally:
         if server is not None:
@@ -563,7 +573,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--silver-threads",
         type=int,
-        default=DEFAULT_SILVER_THREADS,
+        default=None,
         help="with --continuous and more than one gold thread, the dbt threads silver is built on, each on a "
         f"Spark session of its own (default {DEFAULT_SILVER_THREADS})",
     )

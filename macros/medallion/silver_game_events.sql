@@ -147,8 +147,8 @@ select * from final
     As `invocation:date,date[/earliest/latest]`, the times with a T for the space SET would split at.
     In the session's conf; on more than one dbt thread, where the check may run on another
     thread's session (ingest/ops/thread_sessions.py, or the cluster's Thrift sessions), also in a
-    global temporary view. Without it, the check asked the history of the half of the tables
-    another thread built: 34 s against 26 at 60 games (bench/results/silver_threads_pairs.md). -#}
+    global temporary view. Without it, the check asked the history and change feed of each table
+    another thread built. -#}
 {% macro _record_batch(relation, dates, event_at) %}
     {%- set times = '/' ~ event_at | join('/') | replace(' ', 'T') if event_at else '' -%}
     {%- set recorded = invocation_id ~ ":" ~ dates | join(',') ~ times -%}

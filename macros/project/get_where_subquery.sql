@@ -49,7 +49,8 @@
     none when this invocation did not build it from the slice, or a build recorded them in another. -#}
 {% macro _recorded_batch(relation) %}
     {%- set recorded = run_query("set " ~ _batch_dates_conf(relation))[0][1] or '' -%}
-    {%- if not recorded.startswith(invocation_id ~ ':') and target.threads > 1 -%}
+    {%- set built_here = ('model.' ~ project_name ~ '.' ~ relation.identifier) in selected_resources -%}
+    {%- if not recorded.startswith(invocation_id ~ ':') and target.threads > 1 and built_here -%}
         {%- set recorded = _recorded_by_another_thread(relation) -%}
     {%- endif -%}
     {%- if not recorded.startswith(invocation_id ~ ':') -%}
@@ -60,8 +61,9 @@
     {{ return({'dates': parts[0].split(',') if parts[0] else [], 'event_at': times or none}) }}
 {% endmacro %}
 
-{#- What a build on another dbt thread, in a Spark session of its own, recorded for `relation`
-    (_record_batch's global temporary view); '' when no build recorded one. -#}
+{#- What a build on another dbt thread of this invocation, in a Spark session of its own,
+    recorded for `relation` (_record_batch's global temporary view); '' when none did. Asked only
+    for a relation this invocation builds, so gold's step and `dbt test` do not look. -#}
 {% macro _recorded_by_another_thread(relation) %}
     {%- set database = run_query("set spark.sql.globalTempDatabase")[0][1] -%}
     {%- set view = _batch_view(relation) -%}

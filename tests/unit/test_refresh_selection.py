@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.ops.refresh_command import DEFAULT_SILVER_THREADS, silver_threads_for
 from ingest.ops.refresh_selection import (
     ANY_GAME,
     GOLD_CHECK,
@@ -202,3 +203,18 @@ def test_threads_a_cycle_cannot_run_are_refused_before_spark_starts(threads: lis
     )
     assert done.returncode != 0
     assert refusal in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "gold_threads", "threads"),
+    [
+        (None, 2, DEFAULT_SILVER_THREADS),  # the default, where gold has a step of its own
+        (None, 1, 1),  # one gold thread: silver and gold in one invocation, on one thread
+        (1, 2, 1),
+        (3, 2, 3),
+    ],
+)
+def test_silver_threads_default_to_the_refreshs_and_to_one_with_one_gold_thread(
+    given: int | None, gold_threads: int, threads: int
+) -> None:
+    assert silver_threads_for(given, gold_threads) == threads
