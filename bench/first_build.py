@@ -1,7 +1,7 @@
 """``make run``'s dbt part on a fresh lakehouse: ``ingest dbt-build`` (seed, build, docs and the
 summary, one JVM) on the bronze a ``make run`` landed, silver and gold not yet made.
 
-    python -m bench.first_build [--rounds 3] [--vs REV | --vs-compiled] [--bronze DIR]
+    python -m bench.first_build [--rounds 3] [--vs REV | --vs-compiled | --vs-jvm OPTIONS] [--bronze DIR]
 
 Each run gets a fresh lakehouse folder (``GAMELAKE_WAREHOUSE_DIR``: a new Derby metastore, no
 silver or gold) with a copy of the saved bronze table, and runs the command as ``make run`` does,
@@ -10,7 +10,9 @@ checkout's last ``make run`` (20,000 events), copied once to .cache/bench-first-
 ``--vs REV`` the revision REV runs in a scratch worktree with this checkout's venv, in turns with
 this checkout (A B A B ...), and the ratio is taken pair by pair. ``--vs-compiled`` pairs this
 checkout against itself with the build's statements compiled whatever bronze's size (the command
-runs a bronze under 100,000 rows interpreted, ingest/ops/codegen_mode.py). The step times the
+runs a bronze under 100,000 rows interpreted, ingest/ops/codegen_mode.py). ``--vs-jvm OPTIONS``
+pairs this checkout against itself with the driver JVM's options in ``GAMELAKE_SPARK_JVM_OPTIONS``
+(ingest/core/spark/session.py). The step times the
 command prints (build, docs) and the process's wall time are appended to
 bench/results/first_build.md.
 """
@@ -32,6 +34,7 @@ from pathlib import Path
 
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
+from ingest.core.spark.session import JVM_OPTIONS_VARIABLE
 
 SAVED = PROJECT_DIR / ".cache" / "bench-first-build" / "bronze"
 RESULTS = PROJECT_DIR / "bench" / "results" / "first_build.md"
@@ -76,9 +79,9 @@ COMPILED = (
 )
 
 
-def one_run(home: Path, bronze: Path, compiled: bool = False) -> dict[str, float]:
+def one_run(home: Path, bronze: Path, compiled: bool = False, jvm: str = "") -> dict[str, float]:
     """``ingest dbt-build`` of ``home`` on a fresh lakehouse (``compiled``: forced to run its
-    statements compiled): its wall time and its printed steps."""
+    statements compiled; ``jvm``: the driver JVM's extra options): its wall time and its printed steps."""
     with tempfile.TemporaryDirectory(prefix="first-build-") as lakehouse:
         shutil.copytree(bronze, Path(lakehouse) / "bronze" / "game_events")
         env = {
@@ -86,6 +89,7 @@ def one_run(home: Path, bronze: Path, compiled: bool = False) -> dict[str, float
             "GAMELAKE_HOME": str(home),
             "GAMELAKE_WAREHOUSE_DIR": lakehouse,
             "PYTHONPATH": str(home),
+            JVM_OPTIONS_VARIABLE: jvm,
         }
         started = time.monotonic()
         done = subprocess.run(
@@ -105,17 +109,19 @@ def one_run(home: Path, bronze: Path, compiled: bool = False) -> dict[str, float
 
 
 def measure(
-    rounds: int, bronze: Path, rev: str | None, vs_compiled: bool = False
+    rounds: int, bronze: Path, rev: str | None, vs_compiled: bool = False, vs_jvm: str = ""
 ) -> list[dict[str, dict[str, float]]]:
     measured = []
     with checkout(rev) as other:
-        sides = {"this checkout": (PROJECT_DIR, False)} | ({rev: (other, False)} if rev else {})
+        sides = {"this checkout": (PROJECT_DIR, False, "")} | ({rev: (other, False, "")} if rev else {})
         if vs_compiled:
-            sides[COMPILED_SIDE] = (PROJECT_DIR, True)
+            sides[COMPILED_SIDE] = (PROJECT_DIR, True, "")
+        if vs_jvm:
+            sides[vs_jvm] = (PROJECT_DIR, False, vs_jvm)
         for round_no in range(1, rounds + 1):
             row = {}
-            for name, (home, compiled) in sides.items():
-                row[name] = one_run(home, bronze, compiled)
+            for name, (home, compiled, jvm) in sides.items():
+                row[name] = one_run(home, bronze, compiled, jvm)
                 print(
                     f"round {round_no}, {name}: " + ", ".join(f"{k} {v:.1f} s" for k, v in row[name].items())
                 )
@@ -155,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     sides = parser.add_mutually_exclusive_group()
     sides.add_argument("--vs", metavar="REV", help="a revision to run in turns with this checkout")
     sides.add_argument("--vs-compiled", action="store_true", help="this checkout forced compiled, in turns")
+    sides.add_argument("--vs-jvm", metavar="OPTIONS", default="", help="this checkout, driver JVM options")
     parser.add_argument("--bronze", type=Path, default=PROJECT_DIR / "warehouse" / "bronze" / "game_events")
     args = parser.parse_args(argv)
     bronze = saved_bronze(args.bronze)
-    measured = measure(args.rounds, bronze, args.vs, args.vs_compiled)
-    other = COMPILED_SIDE if args.vs_compiled else args.vs
+    measured = measure(args.rounds, bronze, args.vs, args.vs_compiled, args.vs_jvm)
+    other = COMPILED_SIDE if args.vs_compiled else (args.vs_jvm or args.vs)
     title = "ingest dbt-build on a fresh lakehouse, make run's 20,000 events" + (
         f", against {other}" if other else ""
     )
