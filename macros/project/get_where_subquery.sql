@@ -38,10 +38,32 @@
     {%- if writes | length == 0 or (writes[0]['engineInfo'] or '').startswith('delta-rs') -%}
         {{ return('true') }}  {#- not found: test the whole table -#}
     {%- endif -%}
+    {#- Delta refuses a change feed read of a version older than the table's deleted-file
+        retention (its files may be vacuumed): a `dbt test` hours after the last build tests the
+        whole table -#}
+    {%- if not _readable_as_of(relation, writes[0]['timestamp']) -%}
+        {{ return('true') }}
+    {%- endif -%}
     {%- set version = writes[0]['version'] | int -%}
     {%- set written = gamelake_batch_span(
         "table_changes('" ~ relation ~ "', " ~ version ~ ", " ~ version ~ ")", "true") -%}
     {{ return(gamelake_batch_rows(written.dates, written.event_at)) }}
+{% endmacro %}
+
+{#- Whether a commit of `relation` made at `committed` (Spark's session time zone) is still within
+    the table's delta.deletedFileRetentionDuration (Delta's default a week), with ten minutes to
+    spare, so a read of it is not refused while the check runs. -#}
+{% macro _readable_as_of(relation, committed) %}
+    {%- set key = 'delta.deletedFileRetentionDuration' -%}
+    {%- set shown = run_query("show tblproperties " ~ relation ~ " ('" ~ key ~ "')") -%}
+    {%- set retention = (shown.columns[1].values() | first or '') | trim | lower -%}
+    {%- if not modules.re.fullmatch('interval \\d+ (second|minute|hour|day|week)s?', retention) -%}
+        {%- set retention = 'interval 1 week' -%}
+    {%- endif -%}
+    {%- set fresh = run_query(
+        "select timestamp'" ~ committed.strftime('%Y-%m-%d %H:%M:%S') ~ "' > current_timestamp() - "
+        ~ retention ~ " + interval 10 minutes") -%}
+    {{ return(fresh[0][0]) }}
 {% endmacro %}
 
 {#- The dates and event times this invocation's build of `relation` recorded for its batch (a

@@ -1060,6 +1060,25 @@ def test_the_silver_check_reads_the_dates_its_build_recorded(
     assert _checked_times(lake, ACTIVE) == (fresh["event_timestamp"], fresh["event_timestamp"])
 
 
+def test_dbt_test_after_the_deleted_file_retention_checks_the_whole_table(lake: Lake) -> None:
+    # Delta refuses to read a change feed version older than the table's
+    # delta.deletedFileRetentionDuration (its files may be vacuumed): `dbt test` the morning after
+    # a build failed on it. Now such a table is checked whole. A retention of one second stands
+    # for the hours, and the change of property is a commit, but not a write.
+    table = f"silver.silver_{ACTIVE}"
+    key = "delta.deletedFileRetentionDuration"
+    kept = lake.spark.sql(f"show tblproperties {table} ('{key}')").first()["value"]
+    lake.spark.sql(f"alter table {table} set tblproperties ('{key}' = 'interval 1 seconds')")
+    try:
+        time.sleep(2)
+        lake.dbt("test", "--select", "assert_silver_new_rows_valid")
+    finally:
+        lake.spark.sql(f"alter table {table} set tblproperties ('{key}' = '{kept}')")
+    compiled = _compiled(lake, "assert_silver_new_rows_valid")
+    # the whole table; the test before this one shows a table within its retention read by window
+    assert re.search(rf"from {table}\s+where true\s", compiled), compiled
+
+
 def _checked_dates(lake: Lake, game: str) -> set[date]:
     """The event_date partitions of ``game``'s silver that the latest silver check compiled to."""
     compiled = _compiled(lake, "assert_silver_new_rows_valid")
@@ -1239,10 +1258,14 @@ def test_the_all_games_checks_name_the_game_and_the_broken_rule(lake: Lake) -> N
     duplicate_id = original.first()["event_id"]
     no_gamer = original.withColumn("event_id", F.lit("no-gamer")).withColumn("gamer_id", F.lit(None))
     odd_type = original.withColumn("event_id", F.lit("odd-type")).withColumn("event_type", F.lit("teleport"))
-    original.unionByName(no_gamer).unionByName(odd_type).write.insertInto(f"silver.silver_{ACTIVE}")
+    no_game = original.withColumn("event_id", F.lit("no-game")).withColumn("game_slug", F.lit("ghost_game"))
+    bad = original.unionByName(no_gamer).unionByName(odd_type).unionByName(no_game)
+    bad.write.insertInto(f"silver.silver_{ACTIVE}")
     gold = lake.spark.table(f"gold.gold_{ACTIVE}_player_agg").limit(1).cache()
     duplicate_gamer = gold.first()["gamer_id"]
-    gold.write.insertInto(f"gold.gold_{ACTIVE}_player_agg")
+    # a second copy of one player's row, and a player whose row names no game of the seed
+    ghost = gold.withColumn("gamer_id", F.lit("ghost-player")).withColumn("game_slug", F.lit("ghost_game"))
+    gold.unionByName(ghost).write.insertInto(f"gold.gold_{ACTIVE}_player_agg")
 
     for test, expected in (
         (
@@ -1251,14 +1274,22 @@ def test_the_all_games_checks_name_the_game_and_the_broken_rule(lake: Lake) -> N
                 (ACTIVE, "event_id is unique", duplicate_id),
                 (ACTIVE, "gamer_id is not null", "no-gamer"),
                 (ACTIVE, "event_type is a known event type", "odd-type"),
+                (ACTIVE, "game_slug is in the games seed", "no-game"),
             },
         ),
-        ("assert_gold_rows_valid", {(ACTIVE, "player_agg key is unique", duplicate_gamer)}),
+        (
+            "assert_gold_rows_valid",
+            {
+                (ACTIVE, "player_agg key is unique", duplicate_gamer),
+                (ACTIVE, "game_slug is in the games seed", "ghost_game"),
+            },
+        ),
     ):
         failed = lake.dbt("test", "--select", test, expect_success=False)
         assert not failed.success, f"{test} passed on bad rows"
         rows = lake.spark.sql(_compiled(lake, test)).collect()
-        assert {(r["model_game"], r["failed_check"], r["failed_value"]) for r in rows} == expected
+        failures = [(r["model_game"], r["failed_check"], r["failed_value"]) for r in rows]
+        assert sorted(failures) == sorted(expected), "each failure once, and only these"
 
 
 # After the checks' test: silver_ACTIVE holds a row without a gamer_id, written around dbt.
