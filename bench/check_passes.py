@@ -19,12 +19,12 @@ bench/results/check_passes.md.
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 from pathlib import Path
 from typing import Any
 
+from bench.games_rounds import games_and_rounds
 from bench.gold_daily_shapes import _job_ids, _timed
 from bench.incremental import run_dbt
 from bench.refresh_profile import open_lakehouse
@@ -93,49 +93,51 @@ def _jobs_of_one_run(spark: Any, sql: str) -> int:
     return len(_job_ids(store) - before)
 
 
+def _compared(spark: Any, check: str, compiled: str, rounds: int) -> str:
+    """The check's row of the table: both forms' median times, their ratio, their Spark jobs."""
+    forms = {"one pass": compiled, "two passes": two_passes(check, compiled)}
+    times: dict[str, list[float]] = {form: [] for form in forms}
+    for sql in forms.values():
+        _timed(spark, sql)  # warm-up
+    for _ in range(rounds):
+        for form, sql in forms.items():
+            times[form].append(_timed(spark, sql))
+    one, two = (statistics.median(times[form]) for form in forms)
+    jobs = [_jobs_of_one_run(spark, sql) for sql in forms.values()]
+    return f"{check} | {one:.2f} | {two:.2f} | {one / two:.2f} | {jobs[0]} / {jobs[1]}"
+
+
 def measure(games: int, rounds: int) -> list[str]:
+    """A table row per check on the lakehouse of ``games`` games, each printed as it is measured."""
     root, _, spark = open_lakehouse(games)
     project = root / "project"
+    rows = []
     try:
         run_dbt(project, "compile", "--select", *CHECKS)  # exits on a failure
-        lines = []
         for check in CHECKS:
-            now = (project / COMPILED / f"{check}.sql").read_text()
-            forms = {"one pass": now, "two passes": two_passes(check, now)}
-            times: dict[str, list[float]] = {form: [] for form in forms}
-            for sql in forms.values():
-                _timed(spark, sql)  # warm-up
-            for _ in range(rounds):
-                for form, sql in forms.items():
-                    times[form].append(_timed(spark, sql))
-            one, two = (statistics.median(times[form]) for form in forms)
-            jobs = [_jobs_of_one_run(spark, sql) for sql in forms.values()]
-            lines.append(
-                f"| {games} | {check} | {one:.2f} | {two:.2f} | {one / two:.2f} | {jobs[0]} / {jobs[1]} |"
-            )
-            print(lines[-1], flush=True)
+            compiled = (project / COMPILED / f"{check}.sql").read_text()
+            rows.append(f"| {games} | {_compared(spark, check, compiled, rounds)} |")
+            print(rows[-1], flush=True)
     finally:
         spark.stop()
-    return lines
+    return rows
+
+
+TABLE_HEAD = [
+    "| games | check | one pass s | two passes s | ratio | Spark jobs (one / two) |",
+    "|---:|---|---:|---:|---:|---|",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--games", type=int, nargs="+", default=[5, 60])
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args(argv)
+    args = games_and_rounds(__doc__, argv, rounds=5)
     rows = [row for games in args.games for row in measure(games, args.rounds)]
-    body = [
+    how = (
         f"- each check compiled from the repo's macros; median of {args.rounds} runs of each form in turns "
-        "after a warm-up of both; the Spark jobs of one more run of each",
-        "",
-        "| games | check | one pass s | two passes s | ratio | Spark jobs (one / two) |",
-        "|---:|---|---:|---:|---:|---|",
-        *rows,
-    ]
-    append_section(RESULTS, "The all-games checks, one pass against two, warm session", body, heading=HEADING)
+        "after a warm-up of both; the Spark jobs of one more run of each"
+    )
+    title = "The all-games checks, one pass against two, warm session"
+    append_section(RESULTS, title, [how, "", *TABLE_HEAD, *rows], heading=HEADING)
     return 0
 
 

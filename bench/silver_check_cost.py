@@ -26,12 +26,12 @@ shows as the wall time left over. Printed and appended to bench/results/refresh_
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 from pathlib import Path
 from typing import Any
 
+from bench.games_rounds import games_and_rounds
 from bench.gold_daily_shapes import _job_ids, _job_seconds, _timed
 from bench.refresh_profile import RESULTS, open_lakehouse
 from bench.results_file import append_section
@@ -105,12 +105,7 @@ def measure(games: int, rounds: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--games", type=int, nargs="+", default=[5, 60])
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = games_and_rounds(__doc__, argv, rounds=3)
     rows = [row for games in args.games for row in measure(games, args.rounds)]
     body = [
         f"- the check's SQL as each lakehouse's last cycle compiled it; median of {args.rounds} runs after a "
