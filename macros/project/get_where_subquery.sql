@@ -52,18 +52,35 @@
 
 {#- Whether a commit of `relation` made at `committed` (Spark's session time zone) is still within
     the table's delta.deletedFileRetentionDuration (Delta's default a week), with ten minutes to
-    spare, so a read of it is not refused while the check runs. -#}
+    spare, so a read of it is not refused while the check runs. Delta takes the value with or
+    without `interval` and in several units ('6 hours', 'interval 1 day 2 hours'); a value read
+    here in no such form counts as past it, so the table is checked whole rather than refused. -#}
 {% macro _readable_as_of(relation, committed) %}
     {%- set key = 'delta.deletedFileRetentionDuration' -%}
     {%- set shown = run_query("show tblproperties " ~ relation ~ " ('" ~ key ~ "')") -%}
-    {%- set retention = (shown.columns[1].values() | first or '') | trim | lower -%}
-    {%- if not modules.re.fullmatch('interval \\d+ (second|minute|hour|day|week)s?', retention) -%}
-        {%- set retention = 'interval 1 week' -%}
+    {%- set retention = _retention_interval(shown.columns[1].values() | first) -%}
+    {%- if retention is none -%}
+        {{ return(false) }}
     {%- endif -%}
     {%- set fresh = run_query(
         "select timestamp'" ~ committed.strftime('%Y-%m-%d %H:%M:%S') ~ "' > current_timestamp() - "
         ~ retention ~ " + interval 10 minutes") -%}
     {{ return(fresh[0][0]) }}
+{% endmacro %}
+
+{#- A table's deletedFileRetentionDuration as a Spark interval literal: Delta's week when unset
+    (show tblproperties then says the key is not set); none when it is in no form read here. -#}
+{% macro _retention_interval(shown) %}
+    {%- set value = (shown or '') | trim | lower -%}
+    {%- if value == '' or 'does not have property' in value -%}
+        {{ return('interval 1 week') }}
+    {%- endif -%}
+    {%- set value = modules.re.sub('^interval\\s+', '', modules.re.sub('\\s+', ' ', value)) -%}
+    {%- set unit = '\\d+ (microsecond|millisecond|second|minute|hour|day|week)s?' -%}
+    {%- if not modules.re.fullmatch(unit ~ '( ' ~ unit ~ ')*', value) -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {{ return('interval ' ~ value) }}
 {% endmacro %}
 
 {#- The dates and event times this invocation's build of `relation` recorded for its batch (a
