@@ -3,7 +3,8 @@
 Embedded Derby lets one JVM at a time open the metastore. This test runs dbt in three JVMs
 against one PostgreSQL metastore: the `local` target makes a table, then two invocations at once,
 the `local` target in its own JVM and the `cluster` target (a Spark Thrift Server on a standalone
-cluster), each with the metastore open, read it.
+cluster), each with the metastore open, read it. On the same cluster, every server the project
+starts listens on loopback only.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -44,7 +46,7 @@ def metastore_server():
             process.stop(server)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def metastore(metastore_server):
     """A database of its own on the server, with the metastore's schema: one lakehouse's catalog
     (a catalog shared by two lakehouses is refused, see register_bronze_source.sql)."""
@@ -108,13 +110,15 @@ def _last_game() -> str:
     return max(line.split(",")[0] for line in SEED)
 
 
-@pytest.fixture
-def cluster(metastore, tmp_path_factory, monkeypatch):
-    """The standalone cluster and its Thrift Server, on the shared metastore."""
-    for name, value in metastore.client_environment().items():
-        monkeypatch.setenv(name, value)
-    with spark_cluster_running(tmp_path_factory.mktemp("spark-cluster")) as config:
-        yield config
+@pytest.fixture(scope="module")
+def cluster(metastore, tmp_path_factory):
+    """The standalone cluster and its Thrift Server, on the shared metastore (started once: a
+    cluster costs a minute of the suite's two cores)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in metastore.client_environment().items():
+            patch.setenv(name, value)
+        with spark_cluster_running(tmp_path_factory.mktemp("spark-cluster")) as config:
+            yield config
 
 
 def test_two_dbt_invocations_at_once_on_the_local_and_cluster_targets_share_one_metastore(
@@ -137,3 +141,34 @@ def test_two_dbt_invocations_at_once_on_the_local_and_cluster_targets_share_one_
     assert "reference" in metastore.psql('select "NAME" from "DBS"')
     assert "games" in metastore.psql('select "TBL_NAME" from "TBLS"')
     assert not (tmp_path / "warehouse" / "metastore_db").exists(), "no Derby metastore was made"
+
+
+def test_every_server_the_project_starts_listens_on_loopback_only(cluster, stack, fresh_topic, tmp_path):
+    from gamelake_dev.localstack import spark_cluster
+    from gamelake_dev.localstack.stack import StackPorts, servers
+    from gamelake_dev.producer.publish import ensure_topic
+
+    from tests.integration.ingest_support import service_env, start_service
+    from tests.integration.listening_sockets import descendants, is_loopback, listening
+
+    ensure_topic(stack.endpoints(fresh_topic), 1)
+    metrics_port = 9390
+    service = start_service(service_env(stack, fresh_topic, tmp_path, metrics_port=metrics_port))
+    try:
+        ports = StackPorts.from_env()
+        started = [*servers(ports), *spark_cluster.servers(cluster)]
+        roots = {pid for server in started if (pid := server.pid()) is not None} | {service.pid, os.getpid()}
+        expected = {
+            ports.kafka, ports.kafka_controller, ports.kafka_sasl_ssl, ports.registry,
+            ports.registry_management, cluster.master_port, cluster.master_ui_port, cluster.worker_port,
+            cluster.worker_ui_port, cluster.thrift_port, metrics_port,
+        }  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not expected <= set(sockets := listening(descendants(roots))) and time.monotonic() < deadline:
+            time.sleep(0.5)  # the service opens its metrics port once it is up
+    finally:
+        service.terminate()
+        service.wait(timeout=30)
+    assert expected <= set(sockets), f"not listening: {sorted(expected - set(sockets))}"
+    exposed = {port: host for port, host in sockets.items() if not is_loopback(host)}
+    assert not exposed, f"listening beyond loopback: {exposed}"
