@@ -19,7 +19,7 @@ def scram_user(stack) -> str:
     return USER
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # one server for every module that needs it: a start costs ~20 s
 def authed_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A second Apicurio Registry that answers only requests with HTTP basic auth."""
     from gamelake_dev.localstack import process
