@@ -933,8 +933,15 @@ def test_a_player_agg_from_before_last_purchase_at_gets_it_for_every_player(
     assert "last_purchase_at" not in lake.columns(player_agg)
 
     watch = BronzeWatch(lake.bronze_path, ReaderMarks(_table_dir(lake, silver).parent))
+    # on player_agg's latest day, so that daily_active adds the batch (reading player_agg) rather
+    # than recounting a late day: the tests before land events up to about NOW + 75 min, which
+    # after 22:45 UTC is tomorrow
+    latest = max(row["last_event_at"] for row in lake.table(player_agg))
     for cycle in range(2):
-        batch = [writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6) for _ in range(20)]
+        batch = [
+            writer.event(ACTIVE, 4, NOW - timedelta(minutes=1), gamers=6, event_timestamp=latest)
+            for _ in range(20)
+        ]
         lake.land(batch, support.schema_for(4))
         watch.version()
         watch.hand_versions_to(lake.spark)  # as the refresh does: daily_active's days are handed
