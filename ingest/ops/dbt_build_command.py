@@ -79,12 +79,14 @@ def build_in_two(dbt: WarmDbt, *held: str) -> None:
 
 
 @contextlib.contextmanager
-def build_lock(spark: Any, tables: TableLocation) -> Iterator[tuple[str, ...]]:
-    """dbt's build lock held with delta-rs, its table made first on a new lakehouse (the statement
-    dbt's hook runs); yields the ``--vars`` that tell dbt's hooks this process holds it."""
+def build_lock(spark: Any, tables: TableLocation, holder: str | None = None) -> Iterator[tuple[str, ...]]:
+    """dbt's build lock held with delta-rs as ``holder`` (a new one by default), its table made
+    first on a new lakehouse (the statement dbt's hook runs); yields the ``--vars`` that tell dbt's
+    hooks this process holds it. A caller that invokes dbt again and again keeps one holder: dbt
+    parses the whole project again when its vars change."""
     spark.sql(f"create schema if not exists {LOCK_NAME.split('.')[0]}")
     spark.sql(LOCK_DDL)
-    holder = new_holder("dbt-build")
+    holder = holder or new_holder("dbt-build")
     with holding_build_lock(tables, "dbt-build", holder):
         yield ("--vars", json.dumps({LOCK_HELD_VAR: holder}))
 

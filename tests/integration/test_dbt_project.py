@@ -8,6 +8,7 @@ computed in Python from the bronze rows this module wrote (tests/integration/dbt
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -24,10 +25,13 @@ from deltalake import DeltaTable
 from ingest.core.contract import load_contract
 from ingest.core.settings.paths import PROJECT_DIR
 from ingest.games import model_files as games
+from ingest.landing.delta.table_location import as_location
 from ingest.ops import docs_site
 from ingest.ops.bronze_marks import HANDED_CONF, BronzeMark, ReaderMarks, bronze_mark, committed_mark
 from ingest.ops.bronze_watch import VERSIONS_CONF, BronzeWatch
 from ingest.ops.cycle_facts import GOLD_MARKS_CONF, handing_cycle_facts
+from ingest.ops.dbt_build_command import build_lock
+from ingest.ops.dbt_build_lock import LOCK_HELD_VAR, new_holder
 from ingest.ops.refresh_selection import (
     SILVER_CHECK,
     after_slice_args,
@@ -53,20 +57,41 @@ class Lake(support.ProjectLake):
         super().__init__(root, spark)
         self.quarantine: dict[str, list[str]] = {}
         self.timings: dict[str, float] = {}
+        # Builds hold the build lock from Python, as `ingest dbt-build` and the refresh hold it,
+        # under one holder for the module: dbt parses the whole project again when its vars
+        # change. A plain `dbt build`'s hooks take the lock where a test passes hooks_lock=True.
+        self.tables = as_location(root / "warehouse")
+        self.holder = new_holder("tests")
+        self.held = ("--vars", json.dumps({LOCK_HELD_VAR: self.holder}))
 
     def set_games(self, seeded: dict[str, bool]) -> None:
         support.write_seed(self.project, seeded)
         games.sync(self.project)
         self.seeded = seeded
 
-    def dbt(self, *args: str, expect_success: bool = True, callbacks: tuple[Any, ...] = ()) -> Any:
-        result, failed = self.invoke(*args, callbacks=callbacks)
+    def dbt(
+        self,
+        *args: str,
+        expect_success: bool = True,
+        callbacks: tuple[Any, ...] = (),
+        hooks_lock: bool = False,
+    ) -> Any:
+        if hooks_lock or "--vars" in args:
+            result, failed = self.invoke(*args, callbacks=callbacks)
+        else:
+            result, failed = self._held(args, callbacks)
         assert result.success is expect_success, f"dbt {' '.join(args)}: {result.exception or failed}"
         return result
 
-    def build(self, label: str, *select: str) -> Any:
+    def _held(self, args: tuple[str, ...], callbacks: tuple[Any, ...]) -> tuple[Any, list[str]]:
+        with contextlib.ExitStack() as lock:
+            if args[0] in ("run", "build"):
+                lock.enter_context(build_lock(self.spark, self.tables, self.holder))
+            return self.invoke(*args, *self.held, callbacks=callbacks)
+
+    def build(self, label: str, *select: str, hooks_lock: bool = False) -> Any:
         started = time.monotonic()
-        result = self.dbt("build", *(("--select", *select) if select else ()))
+        result = self.dbt("build", *(("--select", *select) if select else ()), hooks_lock=hooks_lock)
         self.timings[label] = time.monotonic() - started
         if not select:  # quarantine is insert-only: each run adds new rejects, judged with that run's seed
             for key, reasons in support.expected_quarantine(self.rows, set(self.seeded)).items():
@@ -160,7 +185,7 @@ def test_first_build_of_v1_bronze_is_exact(lake: Lake, writer: support.BronzeWri
     )
     lake.land(rows, support.schema_for(1))
 
-    lake.build("full build")
+    lake.build("full build", hooks_lock=True)  # a plain `dbt build`: its hooks make and take the lock
 
     for game in (ACTIVE, PAUSED):
         assert_gold_exact(lake, game, assert_silver_exact(lake, game))
@@ -585,7 +610,7 @@ def test_more_threads_than_one_on_the_shared_session_are_refused(
     lake.land([writer.event(ACTIVE, 4, NOW - timedelta(minutes=1))], support.schema_for(4))
     silver = f"silver.silver_{ACTIVE}"
     before = _version(lake, silver)
-    refused = lake.dbt("build", "--threads", "2", expect_success=False)
+    refused = lake.dbt("build", "--threads", "2", expect_success=False, hooks_lock=True)
     message = str(refused.exception or refused.result)
     assert "GAMELAKE_DBT_THREADS=1" in message and "one shared Spark" in message, message
     assert _version(lake, silver) == before, "a model ran although the build was refused"
@@ -1167,14 +1192,14 @@ def test_a_second_build_waits_for_the_lock(lake: Lake, writer: support.BronzeWri
         "insert into silver.gamelake_build_lock values ('build', 'other-build', current_timestamp())"
     )
 
-    refused = lake.dbt("build", expect_success=False)
+    refused = lake.dbt("build", expect_success=False, hooks_lock=True)
 
     assert "another dbt build (invocation other-build" in str(refused.exception or refused.result)
     assert len(lake.table(f"silver.silver_{ACTIVE}")) == silver_before, "a refused build wrote silver"
     assert [row["holder"] for row in lake.table("silver.gamelake_build_lock")] == ["other-build"]
 
     lake.dbt("run-operation", "gamelake_release_build_lock", "--args", "{force: true}")
-    built = lake.build("build after the lock was released")
+    built = lake.build("build after the lock was released", hooks_lock=True)
     assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
     assert lake.table("silver.gamelake_build_lock") == [], "a build left its lock behind"
 
