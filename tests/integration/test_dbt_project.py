@@ -8,7 +8,6 @@ computed in Python from the bronze rows this module wrote (tests/integration/dbt
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import re
@@ -84,10 +83,10 @@ class Lake(support.ProjectLake):
         return result
 
     def _held(self, args: tuple[str, ...], callbacks: tuple[Any, ...]) -> tuple[Any, list[str]]:
-        with contextlib.ExitStack() as lock:
-            if args[0] in ("run", "build"):
-                lock.enter_context(build_lock(self.spark, self.tables, self.holder))
+        if args[0] not in ("run", "build"):  # the same vars, so that dbt's partial parse holds
             return self.invoke(*args, *self.held, callbacks=callbacks)
+        with build_lock(self.spark, self.tables, self.holder) as held:
+            return self.invoke(*args, *held, callbacks=callbacks)
 
     def build(self, label: str, *select: str, hooks_lock: bool = False) -> Any:
         started = time.monotonic()
