@@ -14,7 +14,12 @@ table what its build needs to add the first kind of day and recount the second, 
 * ``last_rows``: the last of those commits that brought rows, the mark a recounted day stores
   (the largest ``silver_version`` its batch's rows hold, as player_agg's mark is);
 * ``players_through``: the latest UTC day of player_agg's ``last_event_at`` and
-  ``last_purchase_at``, from its file statistics (its columns when a file has none).
+  ``last_purchase_at``, from its file statistics (its columns when a file has none);
+* ``late``: when the batch has days before ``players_through``, the days of those on which one of
+  the batch's players is late (its stored last event on a later day), judged player by player
+  from silver's change feed and player_agg's rows. One player whose console clock runs ahead
+  moves ``players_through`` past today; judged by that day alone, every batch of today would be
+  recounted from silver's partition for the day until midnight passes it.
 
 Anything not known (a commit file cleaned up, a file without the partition value, an empty
 player_agg) hands nothing for that table, and its build recounts every day of its batch.
@@ -30,6 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 
 from ingest.games.layout import silver_table
 from ingest.landing.delta.log_folder import log_folder
@@ -58,8 +64,14 @@ def daily_active_batches(
         silver = as_location(tables_dir).child(f"silver.db/{silver_table(slug)}")
         committed = rows_committed(silver, daily.mark, silver_to)
         through = players_through(players.table)
-        if committed is not None and through is not None:
-            handed[daily.name] = {"silver_to": silver_to, **committed, "players_through": through}
+        if committed is None or through is None:
+            continue
+        handed[daily.name] = {"silver_to": silver_to, **committed, "players_through": through}
+        before = [date for date in committed["dates"] if date < through]
+        if before:
+            late = late_days(silver.delta_table(), daily.mark, silver_to, players.table, before)
+            if late is not None:
+                handed[daily.name]["late"] = late
     return handed
 
 
@@ -94,6 +106,51 @@ def _rows_added(action: dict[str, Any]) -> dict[str, Any] | None:
     if "add" in action and action["add"].get("dataChange", True):
         return dict(action["add"])
     return None
+
+
+def late_days(
+    silver: DeltaTable, after: int, upto: int, players: DeltaTable, days: list[str]
+) -> list[str] | None:
+    """The days of ``days`` on which a player of the rows silver inserted in versions ``after`` + 1
+    to ``upto`` is late: its stored last event (last purchase) in ``players`` falls on a later
+    UTC day. None when the change feed cannot be read (a commit cleaned up)."""
+    try:
+        feed = silver.load_cdf(after + 1, upto, columns=["gamer_id", DATE_PARTITION, "_change_type"])
+        batch = pa.table(feed)
+    except (DeltaError, OSError):  # the build then recounts every day before players_through
+        return None
+    # DataFusion hands strings back as views, which pyarrow's kernels do not all take
+    pairs = pa.table(
+        {
+            "gamer_id": batch.column("gamer_id").cast(pa.string()),
+            "day": batch.column(DATE_PARTITION),
+            "change": batch.column("_change_type").cast(pa.string()),
+        }
+    )
+    candidates = pa.array([dt.date.fromisoformat(day) for day in days], pa.date32())
+    on_days = pc.is_in(pairs.column("day"), value_set=candidates)
+    pairs = pairs.filter(pc.and_(pc.equal(pairs.column("change"), "insert"), on_days))
+    if pairs.num_rows == 0:
+        return []
+    stored = _stored_days(players)
+    joined = pairs.join(stored, "gamer_id", join_type="inner")
+    late = joined.filter(pc.greater(joined.column("stored_day"), joined.column("day")))
+    return sorted({day.isoformat() for day in pc.unique(late.column("day")).to_pylist()})
+
+
+def _stored_days(players: DeltaTable) -> pa.Table:
+    """Each player's latest UTC day of its stored times: ``gamer_id``, ``stored_day``."""
+    held = [name for name in PLAYER_TIMES if name in players.schema().to_arrow().names]
+    rows = scan(players, ["gamer_id", *held])
+    days = [_utc_dates(rows.column(name)) for name in held]
+    latest = days[0] if len(days) == 1 else pc.max_element_wise(*days, skip_nulls=True)
+    return pa.table({"gamer_id": rows.column("gamer_id").cast(pa.string()), "stored_day": latest})
+
+
+def _utc_dates(times: pa.ChunkedArray) -> pa.ChunkedArray:
+    """The UTC dates of timestamps, whatever their time zone (event_date is bronze's UTC date): an
+    instant's value counts from the epoch in UTC, which dropping the zone keeps."""
+    return pc.cast(pc.cast(times, pa.timestamp("us")), pa.date32())
 
 
 def players_through(table: DeltaTable) -> str | None:

@@ -6,13 +6,15 @@
       - a player unknown there, or whose stored last event (last purchase) falls on an earlier
         day, is new to the day: + 1;
       - one whose stored last event falls on the day was counted already: + 0.
-    That holds on every day on or after player_agg's latest stored day. On an earlier day a
-    player may be late (stored last event on a later day), counted there or not: such a day is
-    recounted from silver's partition for the day. `ingest refresh` hands each build its batch's
-    days and player_agg's latest day (ingest/ops/daily_active_batches.py), so the statement names
-    the days it adds and the days it recounts, with no query of its own: the near-present batch
-    a producer sends reads the batch and player_agg and no partition of silver, which grows all
-    day. A build not handed them (one from a shell, an unknown commit) recounts every day of its
+    That holds on every day where none of the batch's players is late (stored last event on a
+    later day), which is every day on or after player_agg's latest stored day. A day where one
+    is, counted there or not, is recounted from silver's partition for the day. `ingest refresh`
+    hands each build its batch's days, player_agg's latest day, and the batch days before it
+    where a batch player is late, judged player by player (ingest/ops/daily_active_batches.py),
+    so the statement names the days it adds and the days it recounts, with no query of its own:
+    one player whose clock runs ahead does not make every batch of today a recount. A batch
+    with no late player reads the batch and player_agg and no partition of silver, which grows
+    all day. A build not handed them (one from a shell, an unknown commit) recounts every day of its
     batch. Without a mark, all days are counted from a pinned snapshot. Days are UTC, as silver's
     event_date (bronze's date of event_at).
     Each day's change is added to the stored day and the table (a row a day) is rewritten whole
@@ -112,7 +114,9 @@ with
 {%- if days.adds %}
 new_events as (
     select * from ({{ gamelake_unread_silver(silver, plan) }})
-    where event_date >= date '{{ days.through }}'
+    {%- if days.late %}
+    where event_date not in (date '{{ days.late | join("', date '") }}')
+    {%- endif %}
 ),
 
 batch_players as (
@@ -307,10 +311,11 @@ select * from final
 
 {#- The days of this build's batch as `ingest refresh` handed them over for the silver version
     the batch ends at (ingest/ops/daily_active_batches.py), with player_agg's latest day before
-    the cycle: {'through': that day, 'late': the batch days before it, which a late player can
-    reach, 'adds': whether to read the batch for the days on or after it, 'last_rows': the last
-    silver version that brought rows}. When this invocation built silver after they were read,
-    its insert's days are the ones that build recorded. None when not known. -#}
+    the cycle: {'through': that day, 'late': the batch days to recount (handed, judged player by
+    player; else every batch day before `through`), 'adds': whether to read the batch for the
+    other days, 'last_rows': the last silver version that brought rows}. When this invocation
+    built silver after they were read, its insert's days are the ones that build recorded, judged
+    by `through` alone. None when not known. -#}
 {% macro _foreseen_days(silver, plan, player_state) %}
     {%- set handed = _handed_conf('spark.gamelake.daily_active_batches')
         .get(this.schema ~ '.' ~ this.identifier) -%}
@@ -318,21 +323,26 @@ select * from final
         {{ return(none) }}
     {%- endif -%}
     {%- set dates = handed['dates'] | list -%}
+    {%- set recorded_dates = [] -%}
     {%- set last_rows = handed['last_rows'] -%}
     {%- if plan.to == handed['silver_to'] + 1 -%}
         {%- set recorded = _recorded_batch(silver) -%}
         {%- if recorded is none -%}
             {{ return(none) }}
         {%- endif -%}
-        {%- set dates = dates + recorded.dates -%}
-        {%- set last_rows = plan.to if recorded.dates else last_rows -%}
+        {%- set recorded_dates = recorded.dates | list -%}
+        {%- set last_rows = plan.to if recorded_dates else last_rows -%}
     {%- elif plan.to != handed['silver_to'] -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set through = handed['players_through'] -%}
-    {%- set late = dates | select('lt', through) | unique | sort | list -%}
+    {%- set judged = handed.get('late') -%}
+    {%- set late = (dates | select('lt', through) | list if judged is none else judged | list)
+        + recorded_dates | select('lt', through) | list -%}
+    {%- set late = late | unique | sort | list -%}
+    {%- set dates = dates + recorded_dates -%}
     {{ return({'through': through, 'late': late, 'last_rows': last_rows,
-               'adds': dates | select('ge', through) | list | length > 0 or not late}) }}
+               'adds': dates | reject('in', late) | list | length > 0 or not late}) }}
 {% endmacro %}
 
 

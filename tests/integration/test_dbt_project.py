@@ -836,17 +836,20 @@ def test_a_cycle_builds_silver_on_threads_each_on_a_session_of_its_own(
     assert not metadata, f"the base session kept a mark: {metadata}"
 
 
-def test_daily_active_adds_from_player_aggs_latest_day_and_recounts_the_days_before_it(
+def test_daily_active_adds_the_new_players_and_recounts_only_the_days_a_batch_player_is_late_on(
     lake: Lake, writer: support.BronzeWriter
 ) -> None:
-    # Handed player_agg's version from before the cycle, daily_active adds to a day on or after
-    # player_agg's latest the players whose stored last event (last purchase) falls on an earlier
-    # day, and counts none whose falls on the day; a day before it, where a player can be late
-    # (stored last event on a later day), it recounts from silver. The cycles mix new, counted
-    # and late players across days, a retry among them; every count must be exact.
-    # The cycles run as the refresh runs them, on one invocation and with a gold step of its own:
-    # the statement recounts the batch days before player_agg's latest, named as literals, and
-    # adds the days on or after it, reading player_agg; a batch of both kinds does both.
+    # Handed player_agg's version from before the cycle, daily_active adds to a day the players
+    # whose stored last event (last purchase) falls on an earlier day, and counts none whose falls
+    # on the day; a day where a player of the batch is late (stored last event on a later day) it
+    # recounts from silver. The cycles mix new, counted and late players across days, a retry
+    # among them; every count must be exact.
+    # The cycles run as the refresh runs them, with a gold step of its own (its default) and on
+    # one invocation. Every batch day here is before player_agg's latest day (the tests before
+    # land now), as today's are when one console's clock runs ahead: before a gold step of its
+    # own the refresh judges the batch's players one by one, and the statement recounts only the
+    # days where one is late, named as literals, and adds the others, reading player_agg. On one
+    # invocation, the days silver's build recorded are judged by player_agg's latest day alone.
     silver, daily_active = f"silver.silver_{ACTIVE}", f"gold_{ACTIVE}_daily_active"
     tables_dir = _table_dir(lake, silver).parent.parent
     watch = BronzeWatch(lake.bronze_path, ReaderMarks(_table_dir(lake, silver).parent))
@@ -858,7 +861,7 @@ def test_daily_active_adds_from_player_aggs_latest_day_and_recounts_the_days_bef
         return writer.event(ACTIVE, 4, landed_at, gamer_id=gamer, event_type=kind, event_timestamp=at)
 
     def cycle(
-        rows: list[dict[str, Any]], late: bool, gold_threads: int = 1, adds: bool | None = None
+        rows: list[dict[str, Any]], recounted: list[int], gold_threads: int = 2, adds: bool = True
     ) -> None:
         lake.land(rows, support.schema_for(4))
         watch.version()
@@ -878,20 +881,20 @@ def test_daily_active_adds_from_player_aggs_latest_day_and_recounts_the_days_bef
                 lake.spark.conf.unset(key)
         compiled = _compiled(lake, daily_active)
         assert "from batch_days)" not in compiled, f"the batch's days were not foreseen:\n{compiled}"
-        assert (f"gold_{ACTIVE}_player_agg version as of" in compiled) is (not late if adds is None else adds)
-        assert ("recounted_days" in compiled) is late, f"late days possible: {late}; compiled:\n{compiled}"
-        if late:
-            late_days = sorted(
-                {f"date '{row['event_timestamp']:%Y-%m-%d}'" for row in rows} - {f"date '{latest:%Y-%m-%d}'"}
-            )
-            assert f"event_date in ({', '.join(late_days)})" in compiled, compiled
+        assert (f"gold_{ACTIVE}_player_agg version as of" in compiled) is adds, compiled
+        assert ("recounted_days" in compiled) is bool(recounted), f"late on {recounted}:\n{compiled}"
+        late_days = ", ".join(f"date '{day + timedelta(days=n):%Y-%m-%d}'" for n in recounted)
+        if recounted:
+            assert f"event_date in ({late_days})" in compiled, compiled
+        if recounted and adds:
+            assert f"event_date not in ({late_days})" in compiled, compiled
         assert_gold_exact(lake, ACTIVE, assert_silver_exact(lake, ACTIVE))
 
     players = lake.table(f"gold.gold_{ACTIVE}_player_agg")
     latest = max(row["last_event_at"] for row in players)  # after `day` + 2: the tests before land now
     counted = next(row["gamer_id"] for row in players if row["last_event_at"].date() == latest.date())
     first = [event("da-early", 1, 9), event("da-late", 1, 10, "purchase"), event("da-payer", 0, 8)]
-    cycle(first, late=True)
+    cycle(first, recounted=[])  # new players only: days before the latest, and no recount
     cycle(
         [
             event("da-early", 1, 11),  # already counted on day 1
@@ -903,8 +906,7 @@ def test_daily_active_adds_from_player_aggs_latest_day_and_recounts_the_days_bef
                 first[0], landed_at + timedelta(seconds=1)
             ),  # silver holds it: counted nowhere again
         ],
-        late=True,
-        gold_threads=2,
+        recounted=[0],
     )
     cycle(
         [
@@ -913,9 +915,10 @@ def test_daily_active_adds_from_player_aggs_latest_day_and_recounts_the_days_bef
             event("da-late", 0, 20),  # late, on a day it was counted on already
             event("da-fresh", 2, 10, "purchase"),
         ],
-        late=True,
+        recounted=[0],
     )
-    cycle(  # not late, on two gold threads (the late cycles ran on one and on two)
+    cycle([event("da-fresh", 1, 7), event("da-new", 0, 22)], recounted=[0, 1], adds=False)  # all late
+    cycle(  # on player_agg's latest day, on one invocation
         [
             writer.event(ACTIVE, 4, landed_at, gamer_id=gamer, event_type=kind, event_timestamp=latest)
             for gamer, kind in [
@@ -924,21 +927,23 @@ def test_daily_active_adds_from_player_aggs_latest_day_and_recounts_the_days_bef
                 (counted, "match_start"),  # counted on the day already
             ]
         ],
-        late=False,
-        gold_threads=2,
+        recounted=[],
+        gold_threads=1,
     )
-    # a batch on both sides of player_agg's latest day: the earlier day recounted, the latest added
+    # a batch on both sides of player_agg's latest day, with a late player before it
     cycle(
         [
-            event("da-mixed", 1, 17),  # new to the game, on a day before the latest
+            event("da-mixed", 1, 17),  # new to the game, on a day before the latest: added
+            event("da-late", 1, 18),  # late: stored last event on day 2
             writer.event(ACTIVE, 4, landed_at, gamer_id="da-mixed", event_timestamp=latest),
             writer.event(
                 ACTIVE, 4, landed_at, gamer_id="da-today-1", event_type="purchase", event_timestamp=latest
             ),
         ],
-        late=True,
-        adds=True,
+        recounted=[1],
     )
+    # on one invocation, a day before player_agg's latest is recounted, though no player is late
+    cycle([event("da-one-step", 2, 11)], recounted=[2], gold_threads=1, adds=False)
 
 
 def test_a_player_agg_from_before_last_purchase_at_gets_it_for_every_player(
