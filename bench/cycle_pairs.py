@@ -5,7 +5,7 @@ turn, in one Spark session.
                                           gold-interpreted|histogram|one-statement|
                                           stats-columns|gold-write|shuffle-1|
                                           gold-shuffle-1|crc-files|snapshot-partitions-1|
-                                          silver-threads-2
+                                          silver-threads-2|late-by-player
                                 [--games 5] [--pairs 4] [--new 6000] [--warm-cycles 8]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
@@ -67,6 +67,12 @@ The comparisons (``COMPARISONS``), each the refresh as it now runs against it wi
   against the session's 2. A cycle's tables hold a checkpoint and a few commits each, and every
   commit leaves a snapshot whose state the next reader rebuilds with Spark jobs of that many
   tasks. Both sides set it.
+* ``late-by-player``: with one event a game stamped just after the coming midnight (a console
+  whose clock runs ahead, landed once before the sides' first blocks), the days of a
+  daily_active batch judged late player by player (ingest/ops/daily_active_batches.py
+  ``late_days``), against judged by player_agg's latest day alone, which that event moves to
+  tomorrow: every batch of today is then recounted from silver's partition for the day. Gold on
+  2 threads on both sides.
 
 On bench.refresh_profile's private lakehouse (the repo's dbt project as it is now, 60,000 events
 of history), ``--warm-cycles`` cycles run first (the JIT takes about 8 to settle,
@@ -82,6 +88,7 @@ printed and appended, with the machine and date, to the comparison's results fil
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import statistics
@@ -97,7 +104,7 @@ from bench.jvm_cpu import process_cpu
 from bench.refresh_profile import _cycle, open_lakehouse
 from bench.results_file import append_section
 from ingest.core.settings.paths import PROJECT_DIR
-from ingest.ops import lakehouse_checkpoints
+from ingest.ops import daily_active_batches, lakehouse_checkpoints
 from ingest.ops.bronze_marks import ReaderMarks
 from ingest.ops.bronze_watch import BronzeWatch
 from ingest.ops.codegen_mode import set_mode
@@ -167,6 +174,35 @@ def gold_merged(spark: Any, project: Path) -> None:
             project / path,
             subprocess.run(shown, cwd=PROJECT_DIR, check=True, capture_output=True, text=True).stdout,
         )
+
+
+JUDGED_BY_PLAYER = daily_active_batches.late_days
+AHEAD_ID = 10**12  # far above the bench's numbered events: its own event_id and Kafka offset
+
+
+def _one_event_ahead(spark: Any, project: Path) -> None:
+    """One event a game stamped one second after the coming UTC midnight, landed once: player_agg's
+    latest day is then tomorrow for the rest of the run."""
+    from pyspark.sql import functions as F
+
+    bronze = project.parent / "warehouse" / "bronze" / "game_events"
+    if spark.read.format("delta").load(str(bronze)).where(f"event_id = 'ev-{AHEAD_ID}'").count():
+        return
+    midnight = dt.datetime.combine(dt.datetime.now(dt.UTC).date() + dt.timedelta(days=1), dt.time())
+    ahead = midnight.replace(tzinfo=dt.UTC) + dt.timedelta(seconds=1)
+    games = json.loads((project.parent / "state.json").read_text())["games"]
+    rows = _bronze_rows(spark, AHEAD_ID, len(games), games, 0.01).withColumn("event_timestamp", F.lit(ahead))
+    _land(spark, bronze, rows.withColumn("event_date", F.to_date("event_timestamp")))
+
+
+def late_judged_by_player(spark: Any, project: Path) -> None:
+    _one_event_ahead(spark, project)
+    daily_active_batches.late_days = JUDGED_BY_PLAYER
+
+
+def late_judged_by_day(spark: Any, project: Path) -> None:
+    _one_event_ahead(spark, project)
+    daily_active_batches.late_days = lambda *_: None  # not judged: every day before it recounts
 
 
 def _place(target: Path, text: str | None) -> None:
@@ -371,6 +407,16 @@ COMPARISONS = {
         " (bench/cycle_pairs.py --compare gold-write)\n",
         ("gold rewritten whole (the project's)", gold_rewritten),
         ("gold by MERGE (before)", gold_merged),
+    ),
+    "late-by-player": _set_before_each_block(
+        "Warm refresh cycles with one event a game ahead of the clock: late days judged player by"
+        " player, and by player_agg's latest day",
+        RESULTS_DIR / "late_days_pairs.md",
+        "# A daily_active batch's late days judged player by player, against by player_agg's latest"
+        " day, with one event ahead of the clock, paired (bench/cycle_pairs.py --compare"
+        " late-by-player)\n",
+        ("judged player by player (the refresh)", late_judged_by_player),
+        ("by player_agg's latest day (before)", late_judged_by_day),
     ),
 }
 
