@@ -7,6 +7,7 @@ turn, in one Spark session.
                                           gold-shuffle-1|crc-files|snapshot-partitions-1|
                                           silver-threads-2|late-by-player
                                 [--games 5] [--pairs 4] [--new 6000] [--warm-cycles 8]
+                                [--day-rows 0]
 
 The comparisons (``COMPARISONS``), each the refresh as it now runs against it without the change:
 
@@ -83,6 +84,8 @@ alternates. Before every cycle ``--new`` events land in bronze for all the games
 build the same amount. Each pair's two timed cycles, their ratio and the refresh upkeep's part
 of each (compaction, vacuum and checkpoints, which come rarely and land in one side's cycle) are
 printed and appended, with the machine and date, to the comparison's results file.
+``--day-rows`` lands that many events of today first, built in untimed cycles of at most
+``DAY_ROWS_A_CYCLE``, so that a statement reading today's partition reads a day of that size.
 """
 
 from __future__ import annotations
@@ -178,6 +181,8 @@ def gold_merged(spark: Any, project: Path) -> None:
 
 JUDGED_BY_PLAYER = daily_active_batches.late_days
 AHEAD_ID = 10**12  # far above the bench's numbered events: its own event_id and Kafka offset
+AHEAD_GAMER = "gamer-clock-ahead"
+DAY_ROWS_A_CYCLE = 500_000  # --day-rows are built in cycles of at most this many
 
 
 def _one_event_ahead(spark: Any, project: Path) -> None:
@@ -191,8 +196,18 @@ def _one_event_ahead(spark: Any, project: Path) -> None:
     midnight = dt.datetime.combine(dt.datetime.now(dt.UTC).date() + dt.timedelta(days=1), dt.time())
     ahead = midnight.replace(tzinfo=dt.UTC) + dt.timedelta(seconds=1)
     games = json.loads((project.parent / "state.json").read_text())["games"]
-    rows = _bronze_rows(spark, AHEAD_ID, len(games), games, 0.01).withColumn("event_timestamp", F.lit(ahead))
+    rows = _bronze_rows(spark, AHEAD_ID, len(games), games, 0.01)
+    rows = rows.withColumns(  # a gamer of its own: the bench's numbered gamers recur every few cycles
+        {"event_timestamp": F.lit(ahead), "gamer_id": F.lit(AHEAD_GAMER), "_kafka_key": F.lit(AHEAD_GAMER)}
+    )
     _land(spark, bronze, rows.withColumn("event_date", F.to_date("event_timestamp")))
+
+
+def recounting_daily_actives(project: Path) -> str:
+    """How many daily_active tables the last build recounted a day of, from its compiled SQL."""
+    built = list((project / "target" / "run").rglob("*_daily_active.sql"))
+    recounting = sum("recounted_days" in path.read_text() for path in built)
+    return f"{recounting} of {len(built)} daily_active recounted"
 
 
 def late_judged_by_player(spark: Any, project: Path) -> None:
@@ -252,6 +267,7 @@ class Comparison:
     # side -> f(spark, the bench's dbt project), before each block of the side
     before_block: dict[str, Callable[[Any, Path], None]] = field(default_factory=dict)
     restore: Callable[[Any, Path], None] | None = None  # leaves the lakehouse as the refresh has it
+    observe: Callable[[Path], str] | None = None  # what a timed cycle did, from the bench's dbt project
 
 
 def _set_before_each_block(
@@ -260,6 +276,7 @@ def _set_before_each_block(
     heading: str,
     change: tuple[str, Callable[[Any, Path], None]],
     before: tuple[str, Callable[[Any, Path], None]],
+    observe: Callable[[Path], str] | None = None,
 ) -> Comparison:
     """A comparison whose sides differ in what a hook sets before each of their blocks (gold on 2
     threads on both); the change's hook also leaves the lakehouse as the refresh has it."""
@@ -270,6 +287,7 @@ def _set_before_each_block(
         {change[0]: {"gold_threads": 2}, before[0]: {"gold_threads": 2}},
         before_block=dict([change, before]),
         restore=change[1],
+        observe=observe,
     )
 
 
@@ -417,6 +435,7 @@ COMPARISONS = {
         " late-by-player)\n",
         ("judged player by player (the refresh)", late_judged_by_player),
         ("by player_agg's latest day (before)", late_judged_by_day),
+        observe=recounting_daily_actives,
     ),
 }
 
@@ -437,8 +456,8 @@ def _pool_per_thread(spark: Any, on: dict[str, bool]) -> None:
 
 
 def measure(
-    comparison: Comparison, games: int, pairs: int, new: int, warm_cycles: int = 1
-) -> list[dict[str, float]]:
+    comparison: Comparison, games: int, pairs: int, new: int, warm_cycles: int = 1, day_rows: int = 0
+) -> list[dict[str, Any]]:
     pooled = {"pools": False}
     if comparison.pools:  # a static setting: before the session's JVM starts
         os.environ["PYSPARK_SUBMIT_ARGS"] = "--conf spark.scheduler.mode=FAIR pyspark-shell"
@@ -482,26 +501,38 @@ def measure(
 
     sides = list(comparison.sides)
     try:
+        for start in range(0, day_rows, DAY_ROWS_A_CYCLE):  # built in cycles of their own, untimed
+            count = min(DAY_ROWS_A_CYCLE, day_rows - start)
+            _land(spark, bronze, _bronze_rows(spark, state["next_id"], count, state["games"], 0.01))
+            state["next_id"] += count
+            print(f"today's rows: {start + count:,} of {day_rows:,} landed", flush=True)
+            cycle(sides[0])
         for _ in range(warm_cycles):
             cycle(sides[0])
         measured = []
         for pair in range(pairs):
-            times, upkeeps, cpus = {}, {}, {}
+            times, upkeeps, cpus, notes = {}, {}, {}, {}
             for side in sides if pair % 2 == 0 else reversed(sides):
                 if side in comparison.before_block:
                     comparison.before_block[side](spark, project)
                 cycle(side)  # the block's first: it follows the other side
                 times[side], upkeeps[side], cpus[side] = cycle(side)
+                if comparison.observe is not None:
+                    notes[side] = comparison.observe(project)
             print(
                 f"pair {pair + 1}: "
                 + ", ".join(
-                    f"{s} {times[s]:.1f} s (upkeep {upkeeps[s]:.1f} s, JVM CPU {cpus[s]:.1f} s)"
+                    f"{s} {times[s]:.1f} s (upkeep {upkeeps[s]:.1f} s, JVM CPU {cpus[s]:.1f} s"
+                    + (f"; {notes[s]})" if s in notes else ")")
                     for s in sides
                 ),
                 flush=True,
             )
             measured.append(
-                times | {_upkeep_key(s): upkeeps[s] for s in sides} | {_cpu_key(s): cpus[s] for s in sides}
+                times
+                | {_upkeep_key(s): upkeeps[s] for s in sides}
+                | {_cpu_key(s): cpus[s] for s in sides}
+                | {_note_key(s): note for s, note in notes.items()}
             )
         if comparison.pools:  # the pools the scheduler made: the threads' own, beside "default"
             made = spark.sparkContext._jsc.sc().getAllPools()
@@ -514,6 +545,10 @@ def measure(
             comparison.restore(spark, project)
         spark.stop()
     return measured
+
+
+def _note_key(side: str) -> str:
+    return f"{side} observed"
 
 
 def _upkeep_key(side: str) -> str:
@@ -530,21 +565,33 @@ def _upkeep_seconds(done: Any) -> float:
 
 
 def report(
-    comparison: Comparison, games: int, new: int, measured: list[dict[str, float]], warm_cycles: int = 1
+    comparison: Comparison,
+    games: int,
+    new: int,
+    measured: list[dict[str, Any]],
+    warm_cycles: int = 1,
+    day_rows: int = 0,
 ) -> list[str]:
     change, before = list(comparison.sides)
+    today = f"; {day_rows:,} events of today landed and built first" if day_rows else ""
+    observed = comparison.observe is not None
     lines = [
-        f"{games} games, {new:,} new events for all of them before each cycle; {warm_cycles} cycle(s) "
-        "before the first pair; blocks of two warm cycles of one side in turn, each block's second timed",
+        f"{games} games, {new:,} new events for all of them before each cycle{today}; {warm_cycles} "
+        "cycle(s) before the first pair; blocks of two warm cycles of one side in turn, each block's "
+        "second timed",
         "",
-        f"| pair | {change} s | {before} s | ratio | of them upkeep s | JVM CPU s |",
-        "|---:|---:|---:|---:|---:|---:|",
+        f"| pair | {change} s | {before} s | ratio | of them upkeep s | JVM CPU s |"
+        + (" observed |" if observed else ""),
+        "|---:|---:|---:|---:|---:|---:|" + ("---|" if observed else ""),
     ]
     ratios = [t[change] / t[before] for t in measured]
     for i, (times, ratio) in enumerate(zip(measured, ratios, strict=True), start=1):
         upkeep = f"{times[_upkeep_key(change)]:.1f} / {times[_upkeep_key(before)]:.1f}"
         cpu = f"{times.get(_cpu_key(change), 0):.1f} / {times.get(_cpu_key(before), 0):.1f}"
-        lines.append(f"| {i} | {times[change]:.1f} | {times[before]:.1f} | {ratio:.2f} | {upkeep} | {cpu} |")
+        seen = f" {times[_note_key(change)]} / {times[_note_key(before)]} |" if observed else ""
+        lines.append(
+            f"| {i} | {times[change]:.1f} | {times[before]:.1f} | {ratio:.2f} | {upkeep} | {cpu} |{seen}"
+        )
     lines += [
         "",
         f"- median: {statistics.median(t[change] for t in measured):.1f} s {change}, "
@@ -566,10 +613,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=4)
     parser.add_argument("--new", type=int, default=6000)
     parser.add_argument("--warm-cycles", type=int, default=8, help="cycles before the first pair")
+    parser.add_argument(
+        "--day-rows", type=int, default=0, help="events of today landed and built before the warm cycles"
+    )
     args = parser.parse_args(argv)
     comparison = COMPARISONS[args.compare]
-    measured = measure(comparison, args.games, args.pairs, args.new, args.warm_cycles)
-    lines = report(comparison, args.games, args.new, measured, args.warm_cycles)
+    measured = measure(comparison, args.games, args.pairs, args.new, args.warm_cycles, args.day_rows)
+    lines = report(comparison, args.games, args.new, measured, args.warm_cycles, args.day_rows)
     append_section(comparison.results, comparison.title, lines, heading=comparison.heading)
     return 0
 
