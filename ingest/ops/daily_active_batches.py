@@ -113,7 +113,8 @@ def late_days(
 ) -> list[str] | None:
     """The days of ``days`` on which a player of the rows silver inserted in versions ``after`` + 1
     to ``upto`` is late: its stored last event (last purchase) in ``players`` falls on a later
-    UTC day. None when the change feed cannot be read (a commit cleaned up)."""
+    UTC day. None when the change feed cannot be read (storage, a column silver lacks). delta-rs
+    passes over a commit file that is gone, so the caller reads them all first (rows_committed)."""
     try:
         feed = silver.load_cdf(after + 1, upto, columns=["gamer_id", DATE_PARTITION, "_change_type"])
         batch = pa.table(feed)
